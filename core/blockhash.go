@@ -1,0 +1,135 @@
+package core
+
+import (
+	"encoding/binary"
+	"fmt"
+	"slices"
+	"unsafe"
+
+	"github.com/zeebo/xxh3"
+)
+
+// Options change what a local block hash covers. The zero value is plain
+// spec v1: token bytes only, seed BaseSeed, one block per blockSize tokens.
+type Options struct {
+	// LoraName and CacheNamespace fold into the seed (see Seed); empty
+	// means absent.
+	LoraName       string
+	CacheNamespace string
+	// Eagle hashes windows of blockSize+1 tokens taken every blockSize
+	// tokens, as speculative-decoding (EAGLE) engines name their blocks.
+	Eagle bool
+	// MMHashes[i] lists the multimodal object hashes of block i; they are
+	// hashed after the block's tokens, in ascending order, so their order
+	// here does not matter. Nil or empty means none. The slice may be
+	// shorter than the number of blocks, never longer.
+	MMHashes [][]uint64
+}
+
+// BlockCount returns how many local hashes numTokens tokens give: only
+// full blocks (or, with eagle, full windows) count.
+func BlockCount(numTokens, blockSize int, eagle bool) (int, error) {
+	if blockSize <= 0 {
+		return 0, fmt.Errorf("%w: block size is %d, must be at least 1", ErrInvalidArgument, blockSize)
+	}
+	if numTokens < 0 {
+		return 0, fmt.Errorf("%w: token count is %d", ErrInvalidArgument, numTokens)
+	}
+	if eagle {
+		if numTokens == 0 {
+			return 0, nil
+		}
+		return (numTokens - 1) / blockSize, nil
+	}
+	return numTokens / blockSize, nil
+}
+
+// BlockHashes returns the local hash of every full block of tokens.
+func BlockHashes(tokens []uint32, blockSize int, opts Options) ([]uint64, error) {
+	return AppendBlockHashes(nil, tokens, blockSize, opts)
+}
+
+// AppendBlockHashes appends the local hash of every full block of tokens
+// to dst. Without multimodal hashes it does not allocate when dst has
+// room for the result. On error dst is returned unchanged.
+func AppendBlockHashes(dst []uint64, tokens []uint32, blockSize int, opts Options) ([]uint64, error) {
+	n, err := BlockCount(len(tokens), blockSize, opts.Eagle)
+	if err != nil {
+		return dst, err
+	}
+	if len(opts.MMHashes) > n {
+		return dst, fmt.Errorf("%w: multimodal hashes given for %d blocks, but the tokens make %d blocks",
+			ErrInvalidArgument, len(opts.MMHashes), n)
+	}
+	seed := Seed(opts.LoraName, opts.CacheNamespace)
+	keys := &baseKeys
+	if seed != BaseSeed {
+		seeded := newSeededKeys(seed)
+		keys = &seeded
+	}
+	window := blockSize
+	if opts.Eagle {
+		window++
+	}
+	dst = slices.Grow(dst, n)
+	var scratch []byte
+	for i := range n {
+		block := tokens[i*blockSize : i*blockSize+window]
+		if i < len(opts.MMHashes) && len(opts.MMHashes[i]) > 0 {
+			scratch = appendMultimodalBlock(scratch[:0], block, opts.MMHashes[i])
+			dst = append(dst, xxh3.HashSeed(scratch, seed))
+			continue
+		}
+		dst = append(dst, hashTokens(block, seed, keys, &scratch))
+	}
+	return dst, nil
+}
+
+// hashTokens is XXH3-64 of the tokens as little-endian u32 bytes.
+func hashTokens(block []uint32, seed uint64, keys *seededKeys, scratch *[]byte) uint64 {
+	switch n := len(block); {
+	case n == 16:
+		return hashTokens64B((*[16]uint32)(block), keys)
+	case n >= 5 && n <= 32:
+		return hashTokens17to128(block, keys)
+	case n == 3 || n == 4:
+		return hash9to16(pair(block, 0), pair(block, n-2), 4*n, keys)
+	}
+	return xxh3.HashSeed(tokenBytes(block, scratch), seed)
+}
+
+// hostLittleEndian selects the zero-copy byte view of tokens; a variable
+// rather than a constant so tests can exercise the portable path too.
+var hostLittleEndian = binary.NativeEndian.Uint16([]byte{1, 0}) == 1
+
+// tokenBytes returns the little-endian bytes of tokens: their own memory
+// on a little-endian host, an encoded copy in scratch elsewhere.
+func tokenBytes(tokens []uint32, scratch *[]byte) []byte {
+	if len(tokens) == 0 {
+		return nil
+	}
+	if hostLittleEndian {
+		return unsafe.Slice((*byte)(unsafe.Pointer(&tokens[0])), 4*len(tokens))
+	}
+	*scratch = appendTokens((*scratch)[:0], tokens)
+	return *scratch
+}
+
+func appendTokens(dst []byte, tokens []uint32) []byte {
+	for _, t := range tokens {
+		dst = binary.LittleEndian.AppendUint32(dst, t)
+	}
+	return dst
+}
+
+// appendMultimodalBlock appends a multimodal block's hashed bytes: its
+// tokens, then its object hashes in ascending order, each little-endian.
+func appendMultimodalBlock(dst []byte, tokens []uint32, mmHashes []uint64) []byte {
+	dst = appendTokens(dst, tokens)
+	sorted := slices.Clone(mmHashes)
+	slices.Sort(sorted)
+	for _, h := range sorted {
+		dst = binary.LittleEndian.AppendUint64(dst, h)
+	}
+	return dst
+}

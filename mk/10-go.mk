@@ -1,0 +1,27 @@
+# The Go core, the CLI and every Go package's tests.
+KVHASH_CLI := $(BUILD)/bin/kvhash
+GO_SOURCES := $(shell find . -name '*.go' -not -path './build/*' 2>/dev/null) go.mod go.sum
+# Fragments add build outputs that Go tests load (the wasm module, ...).
+GO_TEST_DEPS :=
+
+BUILD_TARGETS += $(KVHASH_CLI)
+TEST_TARGETS  += go-lint go-test cli-test
+BENCH_TARGETS += bench-hash
+
+$(KVHASH_CLI): $(GO_SOURCES)
+	$(GO) build -o $@ ./cmd/kvhash
+
+.PHONY: go-lint go-test cli-test bench-hash run
+go-lint:
+	@out=$$(gofmt -l $$(git ls-files '*.go' ; git ls-files --others --exclude-standard '*.go')); \
+	  if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+	$(GO) vet ./...
+
+go-test: $$(GO_TEST_DEPS)
+	$(GO) test -race -count=1 ./...
+
+cli-test: $(KVHASH_CLI)
+	KVHASH_CLI=$(abspath $(KVHASH_CLI)) $(GO) test -count=1 -run 'CLI' ./cmd/kvhash
+
+bench-hash:
+	$(GO) run ./core/internal/benchreport
