@@ -53,12 +53,27 @@ func BlockHashes(tokens []uint32, blockSize int, opts Options) ([]uint64, error)
 // to dst. Without multimodal hashes it does not allocate when dst has
 // room for the result. On error dst is returned unchanged.
 func AppendBlockHashes(dst []uint64, tokens []uint32, blockSize int, opts Options) ([]uint64, error) {
+	dst, _, err := appendHashes(dst, nil, false, tokens, blockSize, opts)
+	return dst, err
+}
+
+// AppendBlockAndSequenceHashes appends the local hashes of the blocks of
+// tokens to local and their sequence hashes (a chain starting at the
+// first new block) to seq, in one pass. It is faster than
+// AppendBlockHashes followed by AppendSequenceHashes because the chain,
+// whose steps must wait for each other, overlaps with hashing the next
+// block. On error local and seq are returned unchanged.
+func AppendBlockAndSequenceHashes(local, seq []uint64, tokens []uint32, blockSize int, opts Options) ([]uint64, []uint64, error) {
+	return appendHashes(local, seq, true, tokens, blockSize, opts)
+}
+
+func appendHashes(local, seq []uint64, withSequence bool, tokens []uint32, blockSize int, opts Options) ([]uint64, []uint64, error) {
 	n, err := BlockCount(len(tokens), blockSize, opts.Eagle)
 	if err != nil {
-		return dst, err
+		return local, seq, err
 	}
 	if len(opts.MMHashes) > n {
-		return dst, fmt.Errorf("%w: multimodal hashes given for %d blocks, but the tokens make %d blocks",
+		return local, seq, fmt.Errorf("%w: multimodal hashes given for %d blocks, but the tokens make %d blocks",
 			ErrInvalidArgument, len(opts.MMHashes), n)
 	}
 	seed := Seed(opts.LoraName, opts.CacheNamespace)
@@ -71,18 +86,55 @@ func AppendBlockHashes(dst []uint64, tokens []uint32, blockSize int, opts Option
 	if opts.Eagle {
 		window++
 	}
-	dst = slices.Grow(dst, n)
-	var scratch []byte
-	for i := range n {
-		block := tokens[i*blockSize : i*blockSize+window]
-		if i < len(opts.MMHashes) && len(opts.MMHashes[i]) > 0 {
-			scratch = appendMultimodalBlock(scratch[:0], block, opts.MMHashes[i])
-			dst = append(dst, xxh3.HashSeed(scratch, seed))
-			continue
-		}
-		dst = append(dst, hashTokens(block, seed, keys, &scratch))
+	local = slices.Grow(local, n)
+	l := local[len(local) : len(local)+n]
+	var sq []uint64
+	if withSequence {
+		seq = slices.Grow(seq, n)
+		sq = seq[len(seq) : len(seq)+n]
 	}
-	return dst, nil
+	// The sequence chain runs one block behind the hashing: a chain step
+	// must wait for the one before it, and issuing it after the next block
+	// lets the processor overlap that wait with independent work.
+	var chain uint64
+	if window == 16 && len(opts.MMHashes) == 0 {
+		// The common case, with nothing to decide per block.
+		for i := range l {
+			l[i] = hashTokens64B((*[16]uint32)(tokens[i*blockSize:]), keys)
+			if withSequence && i > 0 {
+				chain = extendChain(chain, l[i-1], i-1)
+				sq[i-1] = chain
+			}
+		}
+	} else {
+		var scratch []byte
+		for i := range l {
+			block := tokens[i*blockSize : i*blockSize+window]
+			if i < len(opts.MMHashes) && len(opts.MMHashes[i]) > 0 {
+				scratch = appendMultimodalBlock(scratch[:0], block, opts.MMHashes[i])
+				l[i] = xxh3.HashSeed(scratch, seed)
+			} else {
+				l[i] = hashTokens(block, seed, keys, &scratch)
+			}
+			if withSequence && i > 0 {
+				chain = extendChain(chain, l[i-1], i-1)
+				sq[i-1] = chain
+			}
+		}
+	}
+	if withSequence && n > 0 {
+		sq[n-1] = extendChain(chain, l[n-1], n-1)
+		seq = seq[:len(seq)+n]
+	}
+	return local[:len(local)+n], seq, nil
+}
+
+// extendChain returns the sequence hash of block i from that of block i-1.
+func extendChain(chain, local uint64, i int) uint64 {
+	if i == 0 {
+		return local
+	}
+	return hash16(chain, local, &baseKeys)
 }
 
 // hashTokens is XXH3-64 of the tokens as little-endian u32 bytes.

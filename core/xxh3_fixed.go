@@ -3,7 +3,9 @@ package core
 import "math/bits"
 
 // Fixed-size XXH3-64 paths for the inputs kvhash hashes most: blocks of
-// 3..32 tokens (9..128 bytes) and the 16-byte chain step. They compute
+// 3..32 tokens (9..128 bytes) and the 16-byte chain step. (Longer blocks
+// go to xxh3.HashSeed, whose vectorised long path a scalar one does not
+// beat.) They compute
 // exactly what xxh3.HashSeed computes for those lengths (tests and a fuzz
 // target prove it bit for bit) but skip its dispatch on length, fold the
 // seed into the secret once per call instead of once per block, and read

@@ -5,13 +5,13 @@ GO_SOURCES := $(shell find . -name '*.go' -not -path './build/*' 2>/dev/null) go
 GO_TEST_DEPS :=
 
 BUILD_TARGETS += $(KVHASH_CLI)
-TEST_TARGETS  += go-lint go-test cli-test
+TEST_TARGETS  += go-lint go-test
 BENCH_TARGETS += bench-hash
 
 $(KVHASH_CLI): $(GO_SOURCES)
 	$(GO) build -o $@ ./cmd/kvhash
 
-.PHONY: go-lint go-test cli-test bench-hash run
+.PHONY: go-lint go-test bench-hash run
 go-lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go' ; git ls-files --others --exclude-standard '*.go')); \
 	  if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
@@ -20,8 +20,5 @@ go-lint:
 go-test: $$(GO_TEST_DEPS)
 	$(GO) test -race -count=1 ./...
 
-cli-test: $(KVHASH_CLI)
-	KVHASH_CLI=$(abspath $(KVHASH_CLI)) $(GO) test -count=1 -run 'CLI' ./cmd/kvhash
-
 bench-hash:
-	$(GO) run ./core/internal/benchreport
+	$(GO) test -run "^$$" -bench "^BenchmarkHashing$$" -benchmem -count=1 ./core | $(GO) run ./internal/cmd/benchratio -baseline floor
