@@ -96,7 +96,7 @@ func TestCLIBadInput(t *testing.T) {
 		{"above u32", "", []string{"hash", "--block-size", "4", "4294967296"}, `"4294967296" is above 4294967295`},
 		{"fraction", "", []string{"hash", "--block-size", "4", "1.5"}, `"1.5" is not an integer`},
 		{"bad JSON", "[1, 2", []string{"hash", "--block-size", "4"}, "not a JSON array of integers"},
-		{"JSON with a string", `[1, "2"]`, []string{"hash", "--block-size", "4"}, "not a JSON array"},
+		{"JSON with a string", `[1, "2"]`, []string{"hash", "--block-size", "4"}, `token 1: "\"2\"" is not an integer`},
 		{"JSON negative", "[1, -2]", []string{"hash", "--block-size", "4"}, `token 1: "-2" is negative`},
 		{"JSON trailing data", "[1] [2]", []string{"hash", "--block-size", "4"}, "data after the JSON array"},
 		{"whitespace stdin junk", "1 2 x", []string{"hash", "--block-size", "4"}, `token 2: "x" is not an integer`},

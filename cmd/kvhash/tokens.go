@@ -48,9 +48,10 @@ func readTokens(r io.Reader) ([]uint32, error) {
 }
 
 func parseJSONTokens(data []byte) ([]uint32, error) {
-	var raw []json.Number
+	// Raw elements, not json.Number: the latter also accepts quoted
+	// numbers, and a token list with strings in it is a caller's bug.
+	var raw []json.RawMessage
 	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.UseNumber()
 	if err := dec.Decode(&raw); err != nil {
 		return nil, usagef("standard input is not a JSON array of integers: %v", err)
 	}
@@ -59,7 +60,7 @@ func parseJSONTokens(data []byte) ([]uint32, error) {
 	}
 	tokens := make([]uint32, len(raw))
 	for i, n := range raw {
-		t, err := parseToken(n.String())
+		t, err := parseToken(string(bytes.TrimSpace(n)))
 		if err != nil {
 			return nil, usagef("token %d: %v", i, err)
 		}
