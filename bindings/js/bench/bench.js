@@ -1,0 +1,45 @@
+// Node benchmark of the module: start time (read + compile + instantiate +
+// _initialize) and block + sequence hashing of an 8k-token prompt in
+// blocks of 16. Prints "name value unit" lines for `make bench-wasm`,
+// which sets them against native Go measured in the same run.
+//
+//   node bindings/js/bench/bench.js [seconds]
+import { performance } from 'node:perf_hooks';
+import { load } from '../index.js';
+
+const seconds = Number(process.argv[2] ?? 2);
+const TOKENS = 8192;
+const BLOCK_SIZE = 16;
+
+let t0 = performance.now();
+const kv = await load();
+const startMs = performance.now() - t0;
+
+// Deterministic prompt (an LCG): ids below 200k like a real vocabulary.
+const tokens = new Uint32Array(TOKENS);
+let x = 12345;
+for (let i = 0; i < TOKENS; i++) {
+  x = (Math.imul(x, 1103515245) + 12345) >>> 0;
+  tokens[i] = x % 200_000;
+}
+
+function once() {
+  return kv.sequenceHashes(kv.blockHashes(tokens, BLOCK_SIZE));
+}
+
+// Warm up long enough for V8 to tier the module up from its baseline
+// compiler to the optimizing one.
+t0 = performance.now();
+while (performance.now() - t0 < 500) once();
+
+let n = 0;
+t0 = performance.now();
+let elapsed = 0;
+do {
+  for (let i = 0; i < 100; i++) once();
+  n += 100;
+  elapsed = performance.now() - t0;
+} while (elapsed < seconds * 1000);
+
+console.log(`node-start ${startMs.toFixed(1)} ms`);
+console.log(`node-hash8k ${((elapsed * 1e6) / n).toFixed(0)} ns/op`);

@@ -1,0 +1,92 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/kvhash/kvhash/conformance/testees/protocol"
+	"github.com/kvhash/kvhash/core"
+)
+
+const hasIndex = true
+
+// NewIndex returns a fresh core.Index in the requested mode.
+func (b binding) NewIndex(mode string) (protocol.Index, error) {
+	var m core.Mode
+	switch mode {
+	case protocol.ModeWarn:
+		m = core.ModeWarn
+	case protocol.ModeEnforce:
+		m = core.ModeEnforce
+	default:
+		return nil, fmt.Errorf("%w: mode %q", core.ErrInvalidArgument, mode)
+	}
+	return index{x: core.NewIndex(core.IndexOptions{Mode: m}), breakMode: b.breakMode}, nil
+}
+
+// ErrorKind classifies core's errors the way the ABI's status codes do:
+// every stability violation returned as an error is a rejection.
+func (b binding) ErrorKind(err error) string {
+	switch {
+	case errors.Is(err, core.ErrDecode):
+		return protocol.KindDecode
+	case errors.Is(err, core.ErrStability), errors.Is(err, core.ErrEventRejected):
+		return protocol.KindRejected
+	case errors.Is(err, core.ErrInvalidArgument):
+		return protocol.KindInvalidArgument
+	}
+	return protocol.KindInternal
+}
+
+type index struct {
+	x         *core.Index
+	breakMode string
+}
+
+func (ix index) ApplyJSON(workerID uint64, event []byte) error {
+	ev, err := core.DecodeEvent(event)
+	if err != nil {
+		return err
+	}
+	return ix.x.Apply(workerID, ev)
+}
+
+func (ix index) FindMatches(localHashes []uint64, earlyExit bool) ([]protocol.Match, error) {
+	var out []protocol.Match
+	for _, m := range ix.x.AppendMatches(nil, localHashes, earlyExit) {
+		if ix.breakMode == "index" {
+			m.TreeSize++
+		}
+		out = append(out, protocol.Match{WorkerID: protocol.U64(m.Worker.ID), DPRank: m.Worker.DPRank,
+			Score: m.Score, TreeSize: protocol.U64(m.TreeSize)})
+	}
+	return out, nil
+}
+
+func (ix index) RemoveWorker(workerID uint64) error {
+	ix.x.RemoveWorker(workerID)
+	return nil
+}
+
+func (ix index) ClearAllBlocks(workerID uint64) error {
+	ix.x.ClearAllBlocks(workerID)
+	return nil
+}
+
+func (ix index) StatsJSON() ([]byte, error) {
+	return ix.x.Stats().MarshalJSON()
+}
+
+func (ix index) Dump() ([]string, error) {
+	var out []string
+	for _, ev := range ix.x.Dump() {
+		data, err := ev.MarshalJSON()
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, string(data))
+	}
+	return out, nil
+}
+
+func (ix index) Close() error { return nil }

@@ -1,0 +1,267 @@
+package core
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+)
+
+// Index is the radix tree of which worker holds which KV blocks, fed by
+// the engines' KV events and queried with the canonical local hashes of a
+// prompt. Its semantics are Dynamo's RadixTree (see docs/index.md for
+// the few places where it deliberately differs).
+//
+// An Index is safe for concurrent use: FindMatches, AppendMatches, Dump,
+// Workers and Stats take a read lock and run in parallel with each other;
+// the Apply family takes the write lock. Decode events (DecodeEvent) and
+// hash prompts before calling in, outside any lock.
+type Index struct {
+	mu   sync.RWMutex
+	t    tree
+	mode atomic.Uint32
+	log  *slog.Logger
+	// scratch memory for AppendMatches, one slot per concurrent reader.
+	scratch scratchSlots
+}
+
+// NewIndex returns an empty index.
+func NewIndex(opts IndexOptions) *Index {
+	x := &Index{log: opts.Logger}
+	if x.log == nil {
+		x.log = slog.New(slog.DiscardHandler)
+	}
+	x.t.init()
+	x.mode.Store(uint32(opts.Mode.resolve()))
+	return x
+}
+
+// Mode returns the effective mode: ModeWarn or ModeEnforce.
+func (x *Index) Mode() Mode { return Mode(x.mode.Load()) }
+
+// SetMode changes the mode for the events applied from now on.
+// ModeFromEnvironment (and any invalid value) reads the environment again.
+// Workers already marked unstable stay so until cleared or removed.
+func (x *Index) SetMode(m Mode) { x.mode.Store(uint32(m.resolve())) }
+
+// Apply applies one event of a worker: the worker is (workerID,
+// ev.DPRank). See ApplyStored, ApplyRemoved and ClearWorker.
+func (x *Index) Apply(workerID uint64, ev Event) error {
+	w := Worker{ID: workerID, DPRank: ev.DPRank}
+	switch ev.Kind {
+	case EventStored:
+		return x.ApplyStored(w, ev.ID, ev.ParentHash, ev.Blocks)
+	case EventRemoved:
+		return x.ApplyRemoved(w, ev.ID, ev.BlockHashes)
+	case EventCleared:
+		x.ClearWorker(w)
+		return nil
+	}
+	return fmt.Errorf("%w: event %d of worker %d has unknown kind %d", ErrInvalidArgument, ev.ID, workerID, ev.Kind)
+}
+
+// ApplyRouterEvent applies a router event's event for its worker. Every
+// storage tier is indexed alike.
+func (x *Index) ApplyRouterEvent(ev RouterEvent) error {
+	if !ev.StorageTier.valid() {
+		return fmt.Errorf("%w: router event of worker %d has unknown storage tier %q", ErrInvalidArgument, ev.WorkerID, ev.StorageTier)
+	}
+	return x.Apply(ev.WorkerID, ev.Event)
+}
+
+// ApplyStored records that w stored blocks, chained under the block whose
+// external hash is parentHash (nil: at the root).
+//
+// An unknown parent drops the whole store; a store that repeats an
+// external hash is rejected whole; both return an error wrapping
+// ErrEventRejected in every mode. A block whose content is indexed under
+// another external hash (hash mismatch) or that w already holds
+// (duplicate store) is counted and logged, and returned as an error only
+// in ModeEnforce; it does not stop the store.
+func (x *Index) ApplyStored(w Worker, eventID uint64, parentHash *uint64, blocks []StoredBlock) error {
+	var r report
+	r.begin(w, eventID, x.Mode())
+	x.mu.Lock()
+	x.t.stored(w, eventID, parentHash, blocks, &r)
+	x.mu.Unlock()
+	return x.finish(&r)
+}
+
+// ApplyRemoved records that w evicted the blocks with these external
+// hashes. Removal does not cascade to descendants, but a block no worker
+// holds any more is dropped with its links to its children. Unknown
+// hashes are skipped, the rest applied, and an error wrapping
+// ErrEventRejected returned.
+func (x *Index) ApplyRemoved(w Worker, eventID uint64, blockHashes []uint64) error {
+	var r report
+	r.begin(w, eventID, x.Mode())
+	x.mu.Lock()
+	x.t.removed(w, eventID, blockHashes, &r)
+	x.mu.Unlock()
+	return x.finish(&r)
+}
+
+// ClearWorker drops every block of one rank (the "cleared" event). The
+// rank stays known, and is no longer unstable.
+func (x *Index) ClearWorker(w Worker) {
+	x.mu.Lock()
+	x.t.clearWorker(w)
+	x.mu.Unlock()
+}
+
+// ClearAllBlocks drops every block of every rank of a worker; the ranks
+// stay known, and are no longer unstable.
+func (x *Index) ClearAllBlocks(workerID uint64) {
+	x.mu.Lock()
+	x.t.clearAll(workerID)
+	x.mu.Unlock()
+}
+
+// RemoveWorker makes every rank of a worker leave the index, with its
+// blocks and its per-worker stats (the totals keep its violations).
+func (x *Index) RemoveWorker(workerID uint64) {
+	x.mu.Lock()
+	x.t.removeWorker(workerID)
+	x.mu.Unlock()
+}
+
+// Match is one worker's result of a prefix match.
+type Match struct {
+	Worker   Worker
+	Score    uint32 // consecutive prefix blocks of the query the worker holds
+	TreeSize uint64 // blocks the worker holds in all
+}
+
+// OverlapScores is Dynamo's find_matches result. Frequencies is always
+// empty: the index does not track access frequency.
+type OverlapScores struct {
+	Scores      map[Worker]uint32
+	TreeSizes   map[Worker]uint64
+	Frequencies []uint32
+}
+
+// FindMatches scores every worker by how many leading blocks of the
+// query (canonical local hashes) it holds, in a row. With earlyExit the
+// walk stops as soon as a single worker is left. Workers with score 0 are
+// absent.
+func (x *Index) FindMatches(localHashes []uint64, earlyExit bool) OverlapScores {
+	var buf [16]Match
+	matches := x.AppendMatches(buf[:0], localHashes, earlyExit)
+	out := OverlapScores{
+		Scores:      make(map[Worker]uint32, len(matches)),
+		TreeSizes:   make(map[Worker]uint64, len(matches)),
+		Frequencies: []uint32{},
+	}
+	for _, m := range matches {
+		out.Scores[m.Worker] = m.Score
+		out.TreeSizes[m.Worker] = m.TreeSize
+	}
+	return out
+}
+
+// AppendMatches appends the matches of FindMatches to dst, sorted by
+// Worker. It does not allocate when dst has room for them.
+func (x *Index) AppendMatches(dst []Match, localHashes []uint64, earlyExit bool) []Match {
+	if len(localHashes) == 0 {
+		return dst
+	}
+	sc, slot := x.scratch.get()
+	x.mu.RLock()
+	dst = x.t.appendMatches(dst, localHashes, earlyExit, sc)
+	x.mu.RUnlock()
+	x.scratch.put(slot)
+	return dst
+}
+
+// Dump returns the index as router events (one rank's blocks each, in
+// tree order). Replaying them into an empty index rebuilds the same
+// workers, blocks and matches (violation counts and modes are not part of
+// the dump).
+func (x *Index) Dump() []RouterEvent {
+	x.mu.RLock()
+	defer x.mu.RUnlock()
+	return x.t.dump()
+}
+
+// Workers returns every known worker rank, sorted.
+func (x *Index) Workers() []Worker {
+	x.mu.RLock()
+	defer x.mu.RUnlock()
+	return x.t.workerList()
+}
+
+// Stats returns a snapshot of sizes and violation counts.
+func (x *Index) Stats() Stats {
+	x.mu.RLock()
+	defer x.mu.RUnlock()
+	s := x.t.stats()
+	s.Mode = x.Mode()
+	return s
+}
+
+// report collects the violations of one event while the write lock is
+// held; finish logs them and builds the error after it is released.
+type report struct {
+	worker  Worker
+	eventID uint64
+	mode    Mode
+	found   []violationRecord // nil until a violation: healthy events allocate nothing
+}
+
+type violationRecord struct {
+	kind     Violation
+	hash     uint64
+	nodeHash uint64 // hash mismatch: the external hash the tree holds
+}
+
+func (r *report) begin(w Worker, eventID uint64, mode Mode) {
+	r.worker, r.eventID, r.mode = w, eventID, mode
+}
+
+func (r *report) add(kind Violation, hash, nodeHash uint64) {
+	r.found = append(r.found, violationRecord{kind: kind, hash: hash, nodeHash: nodeHash})
+}
+
+func (r *report) enforced() bool { return r.mode == ModeEnforce }
+
+// finish logs every violation and returns those that are errors in the
+// report's mode, joined when there are several.
+func (x *Index) finish(r *report) error {
+	if len(r.found) == 0 {
+		return nil
+	}
+	level := slog.LevelWarn
+	if r.enforced() {
+		level = slog.LevelError
+	}
+	var errs []error
+	ctx := context.Background()
+	logging := x.log.Enabled(ctx, level)
+	for _, v := range r.found {
+		if logging {
+			attrs := []slog.Attr{
+				slog.Uint64("worker_id", r.worker.ID),
+				slog.Uint64("dp_rank", uint64(r.worker.DPRank)),
+				slog.Uint64("event_id", r.eventID),
+				slog.Uint64("hash", v.hash),
+				slog.String("kind", v.kind.String()),
+			}
+			if v.kind == ViolationHashMismatch {
+				attrs = append(attrs, slog.Uint64("indexed_hash", v.nodeHash))
+			}
+			x.log.LogAttrs(ctx, level, "kv index: hash stability violation", attrs...)
+		}
+		if r.enforced() || v.kind.rejects() {
+			errs = append(errs, &StabilityError{Kind: v.kind, Worker: r.worker, EventID: r.eventID, Hash: v.hash, Enforced: r.enforced()})
+		}
+	}
+	switch len(errs) {
+	case 0:
+		return nil
+	case 1:
+		return errs[0]
+	}
+	return errors.Join(errs...)
+}

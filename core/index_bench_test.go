@@ -1,0 +1,145 @@
+package core
+
+import (
+	"fmt"
+	"sync/atomic"
+	"testing"
+)
+
+// chain returns n blocks of one prompt, named as a consistent engine
+// names them (the same names on every worker).
+func chain(n int, salt uint64) []StoredBlock {
+	out := make([]StoredBlock, n)
+	var seq uint64
+	for i := range out {
+		local := splitmix(uint64(i) + salt)
+		seq = ChainStep(seq, local)
+		out[i] = StoredBlock{BlockHash: seq, TokensHash: local}
+	}
+	return out
+}
+
+func localsOf(blocks []StoredBlock) []uint64 {
+	out := make([]uint64, len(blocks))
+	for i, b := range blocks {
+		out[i] = b.TokensHash
+	}
+	return out
+}
+
+// BenchmarkFindMatches times a 64-block query over 128 workers in the
+// shapes that cost the most: every worker holding the whole prefix (a
+// 128-member set at every depth), and worker i holding the first i%64+1
+// blocks (a worker drops out at every depth).
+func BenchmarkFindMatches(b *testing.B) {
+	blocks := chain(64, 0)
+	q := localsOf(blocks)
+	for _, shape := range []string{"all-hold-64", "staggered"} {
+		b.Run(shape, func(b *testing.B) {
+			x := NewIndex(IndexOptions{Mode: ModeWarn})
+			for w := range 128 {
+				n := 64
+				if shape == "staggered" {
+					n = w%64 + 1
+				}
+				if err := x.ApplyStored(Worker{ID: uint64(w)}, 1, nil, blocks[:n]); err != nil {
+					b.Fatal(err)
+				}
+			}
+			dst := make([]Match, 0, 128)
+			b.ReportAllocs()
+			b.ResetTimer()
+			for range b.N {
+				dst = x.AppendMatches(dst[:0], q, false)
+			}
+			if len(dst) != 128 {
+				b.Fatalf("%d matches", len(dst))
+			}
+		})
+	}
+}
+
+// BenchmarkFindMatchesParallel runs the all-hold-64 query from every
+// core at once: reads share the lock and scale.
+func BenchmarkFindMatchesParallel(b *testing.B) {
+	blocks := chain(64, 0)
+	q := localsOf(blocks)
+	x := NewIndex(IndexOptions{Mode: ModeWarn})
+	for w := range 128 {
+		if err := x.ApplyStored(Worker{ID: uint64(w)}, 1, nil, blocks); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportAllocs()
+	b.RunParallel(func(pb *testing.PB) {
+		dst := make([]Match, 0, 128)
+		for pb.Next() {
+			dst = x.AppendMatches(dst[:0], q, false)
+		}
+	})
+}
+
+// BenchmarkApply stores a 32-block prompt on a worker and removes it
+// again; ns/op covers 64 block operations. With writers > 1, that many
+// goroutines apply at once (each to its own workers): the write lock
+// serialises them.
+func BenchmarkApply(b *testing.B) {
+	for _, writers := range []int{1, 2} {
+		b.Run(fmt.Sprintf("writers=%d", writers), func(b *testing.B) {
+			x := NewIndex(IndexOptions{Mode: ModeWarn})
+			prompts := make([][]StoredBlock, 64)
+			for i := range prompts {
+				prompts[i] = chain(32, uint64(i)<<20)
+			}
+			var next atomic.Uint64
+			b.SetParallelism(1)
+			b.ReportAllocs()
+			run := func(id uint64, n int) {
+				hashes := make([]uint64, 32)
+				for i := range n {
+					p := prompts[(int(id)*7+i)%len(prompts)]
+					w := Worker{ID: id*16 + uint64(i%16)}
+					if err := x.ApplyStored(w, 1, nil, p); err != nil {
+						b.Error(err)
+						return
+					}
+					for j := range p {
+						hashes[j] = p[j].BlockHash
+					}
+					if err := x.ApplyRemoved(w, 2, hashes); err != nil {
+						b.Error(err)
+						return
+					}
+				}
+			}
+			if writers == 1 {
+				run(0, b.N)
+				return
+			}
+			b.SetParallelism(writers) // writers per GOMAXPROCS
+			b.RunParallel(func(pb *testing.PB) {
+				id := next.Add(1)
+				n := 0
+				for pb.Next() {
+					n++
+				}
+				run(id, n)
+			})
+		})
+	}
+}
+
+func BenchmarkDecodeEvent(b *testing.B) {
+	ev := Event{ID: 1, Kind: EventStored, ParentHash: new(uint64), Blocks: chain(32, 0)}
+	data, err := ev.MarshalJSON()
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.SetBytes(int64(len(data)))
+	b.ReportAllocs()
+	for range b.N {
+		if _, err := DecodeEvent(data); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

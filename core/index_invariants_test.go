@@ -1,0 +1,134 @@
+package core
+
+import (
+	"fmt"
+	"math/bits"
+	"slices"
+)
+
+// checkInvariants verifies the index's internal consistency: the links
+// between nodes, the worker sets, the lookups and the aliases all
+// describe one forest, with no cycle, no empty node and no stale entry.
+func checkInvariants(x *Index) error {
+	x.mu.RLock()
+	defer x.mu.RUnlock()
+	t := &x.t
+	free := 0
+	for n := t.free; n != noNode; n = t.nodes[n].next {
+		if t.nodes[n].flags&flagLive != 0 {
+			return fmt.Errorf("node %d is live and on the free list", n)
+		}
+		if free++; free > len(t.nodes) {
+			return fmt.Errorf("free list has a cycle")
+		}
+	}
+	live := 0
+	for id := range t.nodes {
+		n := uint32(id)
+		nn := &t.nodes[n]
+		if nn.flags&flagLive == 0 {
+			continue
+		}
+		if n != rootNode {
+			live++
+			if err := checkSet(t, n); err != nil {
+				return err
+			}
+		}
+		if nn.parent != noNode {
+			if t.nodes[nn.parent].flags&flagLive == 0 {
+				return fmt.Errorf("node %d has a free parent", n)
+			}
+			if got := t.child(nn.parent, nn.local); got != n {
+				return fmt.Errorf("node %d is not its parent's child under %d (found %d)", n, nn.local, got)
+			}
+		}
+		steps := 0
+		for a := n; a != noNode; a = t.nodes[a].parent {
+			if steps++; steps > len(t.nodes) {
+				return fmt.Errorf("node %d is on a cycle", n)
+			}
+		}
+		count, prev := 0, noNode
+		for c := nn.firstChild; c != noNode; c = t.nodes[c].next {
+			cn := &t.nodes[c]
+			if cn.parent != n || cn.prev != prev {
+				return fmt.Errorf("child %d of %d has parent %d, prev %d (want %d)", c, n, cn.parent, cn.prev, prev)
+			}
+			prev = c
+			if count++; count > len(t.nodes) {
+				return fmt.Errorf("sibling list of %d has a cycle", n)
+			}
+		}
+		if nn.childMap != 0 && len(t.childMaps[nn.childMap]) != count {
+			return fmt.Errorf("node %d: child map has %d entries, list %d", n, len(t.childMaps[nn.childMap]), count)
+		}
+	}
+	if uint64(live) != t.live || live+free+1 != len(t.nodes) {
+		return fmt.Errorf("live %d (counted %d), free %d, slots %d", t.live, live, free, len(t.nodes))
+	}
+	workers := 0
+	for wi := range t.workers {
+		ws := &t.workers[wi]
+		if !ws.live {
+			continue
+		}
+		workers++
+		if t.index[ws.w] != uint32(wi) {
+			return fmt.Errorf("worker %v is not interned as %d", ws.w, wi)
+		}
+		for h, n := range ws.lookup {
+			if t.nodes[n].flags&flagLive == 0 || !t.nodes[n].set.has(&t.bitsets, uint32(wi)) {
+				return fmt.Errorf("%v names %d node %d, which it does not hold", ws.w, h, n)
+			}
+			if got := t.name(n, uint32(wi)); got != h {
+				return fmt.Errorf("%v names node %d %d in its lookup, %d in the node", ws.w, n, h, got)
+			}
+		}
+	}
+	if workers != len(t.index) || workers != len(t.order) {
+		return fmt.Errorf("%d live workers, %d interned, %d ordered", workers, len(t.index), len(t.order))
+	}
+	if !slices.IsSortedFunc(t.order, func(a, b uint32) int { return t.workers[a].w.Compare(t.workers[b].w) }) {
+		return fmt.Errorf("worker order is not sorted")
+	}
+	for k, h := range t.aliases {
+		n, wi := uint32(k>>32), uint32(k)
+		nn := &t.nodes[n]
+		if nn.flags&flagAlias == 0 || !nn.set.has(&t.bitsets, wi) || h == nn.external {
+			return fmt.Errorf("stale alias %d of worker %d for node %d", h, wi, n)
+		}
+	}
+	return nil
+}
+
+// checkSet verifies node n's worker set: members sorted (inline) or
+// counted (bitset), every member a live worker whose lookup names n.
+func checkSet(t *tree, n uint32) error {
+	s := &t.nodes[n].set
+	if s.n == 0 {
+		return fmt.Errorf("node %d is live with no worker", n)
+	}
+	members := s.appendMembers(&t.bitsets, nil)
+	if len(members) != int(s.n) || !slices.IsSorted(members) {
+		return fmt.Errorf("node %d: set of %d has members %v", n, s.n, members)
+	}
+	if s.n > 3 {
+		c := 0
+		for _, w := range s.bitset(&t.bitsets) {
+			c += bits.OnesCount64(w)
+		}
+		if c != int(s.n) {
+			return fmt.Errorf("node %d: bitset has %d bits for %d members", n, c, s.n)
+		}
+	}
+	for _, wi := range members {
+		if int(wi) >= len(t.workers) || !t.workers[wi].live {
+			return fmt.Errorf("node %d is held by dead worker %d", n, wi)
+		}
+		if got, ok := t.workers[wi].lookup[t.name(n, wi)]; !ok || got != n {
+			return fmt.Errorf("node %d: holder %v does not name it", n, t.workers[wi].w)
+		}
+	}
+	return nil
+}

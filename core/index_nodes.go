@@ -1,0 +1,181 @@
+package core
+
+// Nodes live in one slice and refer to each other by index, so the tree
+// holds no Go pointers for the garbage collector to trace and a node costs
+// 56 bytes. Children are an intrusive doubly linked sibling list: most
+// nodes of a prefix tree have one child, found by comparing one local hash.
+// A node with more than childMapMin children also indexes them in a
+// map[local hash]node, so the root and other wide branch points stay O(1).
+
+const (
+	rootNode uint32 = 0
+	noNode   uint32 = ^uint32(0)
+
+	// childMapMin is the child count above which a node indexes its
+	// children in a map rather than scanning its sibling list.
+	childMapMin = 8
+)
+
+const (
+	// flagAlias: some holder names this node with an external hash other
+	// than node.external (see tree.aliases).
+	flagAlias uint8 = 1 << iota
+	// flagLive: the node is in use (not on the free list).
+	flagLive
+)
+
+type node struct {
+	external   uint64 // the external hash of the first worker that stored it
+	local      uint64 // its local hash: its key under its parent
+	parent     uint32 // noNode: the root, a detached node, or a free node
+	firstChild uint32
+	next, prev uint32 // siblings; next links the free list too
+	childMap   uint32 // 0: none; else index into tree.childMaps
+	flags      uint8
+	set        workerSet
+}
+
+// child returns p's child under local hash h, or noNode.
+func (t *tree) child(p uint32, h uint64) uint32 {
+	n := &t.nodes[p]
+	if n.childMap != 0 {
+		if c, ok := t.childMaps[n.childMap][h]; ok {
+			return c
+		}
+		return noNode
+	}
+	for c := n.firstChild; c != noNode; {
+		cn := &t.nodes[c]
+		if cn.local == h {
+			return c
+		}
+		c = cn.next
+	}
+	return noNode
+}
+
+// newNode takes a node from the free list or grows the slice. Pointers
+// into t.nodes do not survive it.
+func (t *tree) newNode(external, local uint64) uint32 {
+	var id uint32
+	if t.free != noNode {
+		id = t.free
+		t.free = t.nodes[id].next
+	} else {
+		t.nodes = append(t.nodes, node{})
+		id = uint32(len(t.nodes) - 1)
+	}
+	t.nodes[id] = node{external: external, local: local, parent: noNode,
+		firstChild: noNode, next: noNode, prev: noNode, flags: flagLive}
+	t.live++
+	return id
+}
+
+// link makes c (detached) p's child under c's local hash.
+func (t *tree) link(p, c uint32) {
+	pn, cn := &t.nodes[p], &t.nodes[c]
+	cn.parent = p
+	cn.prev = noNode
+	cn.next = pn.firstChild
+	if pn.firstChild != noNode {
+		t.nodes[pn.firstChild].prev = c
+	}
+	pn.firstChild = c
+	if pn.childMap != 0 {
+		t.childMaps[pn.childMap][cn.local] = c
+		return
+	}
+	count := 0
+	for s := pn.firstChild; s != noNode && count <= childMapMin; s = t.nodes[s].next {
+		count++
+	}
+	if count > childMapMin {
+		t.indexChildren(p)
+	}
+}
+
+func (t *tree) indexChildren(p uint32) {
+	var id uint32
+	if k := len(t.freeMaps); k > 0 {
+		id = t.freeMaps[k-1]
+		t.freeMaps = t.freeMaps[:k-1]
+	} else {
+		t.childMaps = append(t.childMaps, make(map[uint64]uint32, 2*childMapMin))
+		id = uint32(len(t.childMaps) - 1)
+	}
+	m := t.childMaps[id]
+	for c := t.nodes[p].firstChild; c != noNode; c = t.nodes[c].next {
+		m[t.nodes[c].local] = c
+	}
+	t.nodes[p].childMap = id
+}
+
+func (t *tree) dropChildMap(p uint32) {
+	pn := &t.nodes[p]
+	if pn.childMap == 0 {
+		return
+	}
+	// A map that grew large would keep its memory after clear; drop it.
+	if len(t.childMaps[pn.childMap]) > 64*childMapMin {
+		t.childMaps[pn.childMap] = make(map[uint64]uint32, 2*childMapMin)
+	} else {
+		clear(t.childMaps[pn.childMap])
+	}
+	t.freeMaps = append(t.freeMaps, pn.childMap)
+	pn.childMap = 0
+}
+
+// unlink detaches c from its parent.
+func (t *tree) unlink(c uint32) {
+	cn := &t.nodes[c]
+	p := cn.parent
+	if p == noNode {
+		return
+	}
+	pn := &t.nodes[p]
+	if cn.prev != noNode {
+		t.nodes[cn.prev].next = cn.next
+	} else {
+		pn.firstChild = cn.next
+	}
+	if cn.next != noNode {
+		t.nodes[cn.next].prev = cn.prev
+	}
+	if pn.childMap != 0 {
+		delete(t.childMaps[pn.childMap], cn.local)
+		if pn.firstChild == noNode {
+			t.dropChildMap(p)
+		}
+	}
+	cn.parent, cn.next, cn.prev = noNode, noNode, noNode
+}
+
+// freeNode frees n, which no worker holds: it leaves its parent and its
+// children become detached (they keep their own holders and subtrees).
+func (t *tree) freeNode(n uint32) {
+	t.unlink(n)
+	for c := t.nodes[n].firstChild; c != noNode; {
+		cn := &t.nodes[c]
+		next := cn.next
+		cn.parent, cn.next, cn.prev = noNode, noNode, noNode
+		c = next
+	}
+	t.dropChildMap(n)
+	nn := &t.nodes[n]
+	nn.set.release(&t.bitsets)
+	*nn = node{parent: noNode, firstChild: noNode, prev: noNode, next: t.free}
+	t.free = n
+	t.live--
+	t.topValid = false
+}
+
+// top returns the highest ancestor of n: rootNode when n is attached.
+func (t *tree) top(n uint32) uint32 {
+	for {
+		p := t.nodes[n].parent
+		if p == noNode {
+			return n
+		}
+		n = p
+	}
+}

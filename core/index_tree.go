@@ -1,0 +1,315 @@
+package core
+
+import (
+	"slices"
+)
+
+// tree is the index state. Every method runs under Index.mu: the
+// mutating ones under the write lock, the rest under the read lock.
+type tree struct {
+	nodes     []node
+	free      uint32 // head of the free node list
+	live      uint64 // nodes in use, root excluded
+	childMaps []map[uint64]uint32
+	freeMaps  []uint32
+	bitsets   bitsetPool
+
+	// aliases holds a holder's external hash for a node when it differs
+	// from node.external, keyed by aliasKey(node, worker). Healthy
+	// clusters, whose engines agree on hashes, never have any.
+	aliases map[uint64]uint64
+
+	workers []wstate // by interned index
+	index   map[Worker]uint32
+	freeW   []uint32
+	order   []uint32 // live worker indexes sorted by Worker
+	rank    []uint32 // by worker index: position in order
+
+	totals [NumViolations]uint64
+
+	// top of the current store's chain, cached for the cycle check.
+	topCache uint32
+	topValid bool
+	dedup    []uint64 // scratch for the self-reference check
+}
+
+// wstate is one worker rank: its lookup from its external hashes to the
+// nodes it holds (exactly one hash per held node), and its stats.
+type wstate struct {
+	w          Worker
+	live       bool
+	unstable   bool
+	lookup     map[uint64]uint32
+	violations [NumViolations]uint64
+}
+
+func aliasKey(n, wi uint32) uint64 { return uint64(n)<<32 | uint64(wi) }
+
+func (t *tree) init() {
+	t.free = noNode
+	t.newNode(0, 0)
+	t.live = 0
+	t.childMaps = make([]map[uint64]uint32, 1) // index 0 means "no map"
+	t.aliases = map[uint64]uint64{}
+	t.index = map[Worker]uint32{}
+}
+
+// intern returns w's index, registering w if it is new.
+func (t *tree) intern(w Worker) uint32 {
+	if wi, ok := t.index[w]; ok {
+		return wi
+	}
+	var wi uint32
+	if k := len(t.freeW); k > 0 {
+		wi = t.freeW[k-1]
+		t.freeW = t.freeW[:k-1]
+	} else {
+		t.workers = append(t.workers, wstate{})
+		t.rank = append(t.rank, 0)
+		wi = uint32(len(t.workers) - 1)
+	}
+	t.workers[wi] = wstate{w: w, live: true, lookup: map[uint64]uint32{}}
+	t.index[w] = wi
+	pos, _ := slices.BinarySearchFunc(t.order, w, func(o uint32, w Worker) int { return t.workers[o].w.Compare(w) })
+	t.order = slices.Insert(t.order, pos, wi)
+	t.rerank(pos)
+	return wi
+}
+
+// rerank refreshes the ranks of the workers from position pos of the
+// sorted order on, after one joined or left there.
+func (t *tree) rerank(pos int) {
+	for r := pos; r < len(t.order); r++ {
+		t.rank[t.order[r]] = uint32(r)
+	}
+}
+
+// name returns worker wi's external hash for node n, which it holds.
+func (t *tree) name(n, wi uint32) uint64 {
+	nn := &t.nodes[n]
+	if nn.flags&flagAlias != 0 {
+		if h, ok := t.aliases[aliasKey(n, wi)]; ok {
+			return h
+		}
+	}
+	return nn.external
+}
+
+func (t *tree) violation(wi uint32, r *report, kind Violation, hash, nodeHash uint64) {
+	t.totals[kind]++
+	ws := &t.workers[wi]
+	ws.violations[kind]++
+	if r.enforced() {
+		ws.unstable = true
+	}
+	r.add(kind, hash, nodeHash)
+}
+
+// selfReference returns a hash that the store repeats, if any.
+func (t *tree) selfReference(parent *uint64, blocks []StoredBlock) (uint64, bool) {
+	if len(blocks) <= 32 {
+		for i := range blocks {
+			h := blocks[i].BlockHash
+			if parent != nil && h == *parent {
+				return h, true
+			}
+			for j := range i {
+				if blocks[j].BlockHash == h {
+					return h, true
+				}
+			}
+		}
+		return 0, false
+	}
+	t.dedup = t.dedup[:0]
+	if parent != nil {
+		t.dedup = append(t.dedup, *parent)
+	}
+	for i := range blocks {
+		t.dedup = append(t.dedup, blocks[i].BlockHash)
+	}
+	slices.Sort(t.dedup)
+	for i := 1; i < len(t.dedup); i++ {
+		if t.dedup[i] == t.dedup[i-1] {
+			return t.dedup[i], true
+		}
+	}
+	return 0, false
+}
+
+func (t *tree) stored(w Worker, _ uint64, parent *uint64, blocks []StoredBlock, r *report) {
+	wi := t.intern(w)
+	if h, bad := t.selfReference(parent, blocks); bad {
+		t.violation(wi, r, ViolationSelfReference, h, 0)
+		return
+	}
+	cur := rootNode
+	if parent != nil {
+		p, ok := t.workers[wi].lookup[*parent]
+		if !ok {
+			t.violation(wi, r, ViolationParentNotFound, *parent, 0)
+			return
+		}
+		cur = p
+	}
+	t.topValid = false
+	for i := range blocks {
+		x, l := blocks[i].BlockHash, blocks[i].TokensHash
+		n := t.child(cur, l)
+		switch {
+		case n != noNode:
+			if ext := t.nodes[n].external; ext != x {
+				t.violation(wi, r, ViolationHashMismatch, x, ext)
+			}
+		default:
+			// The worker may still hold this block under a parent that was
+			// dropped (detached): re-attach it here, as Dynamo does, unless
+			// that would close a cycle.
+			if old, ok := t.workers[wi].lookup[x]; ok && t.nodes[old].parent == noNode && old != t.chainTop(cur) {
+				t.nodes[old].local = l
+				t.link(cur, old)
+				n = old
+			} else {
+				n = t.newNode(x, l)
+				t.link(cur, n)
+			}
+		}
+		t.bind(wi, n, x, r)
+		cur = n
+	}
+}
+
+// chainTop returns the top of cur's ancestor chain, cached for the walk
+// of one store (a store only descends, so the top stays the same until a
+// node is freed).
+func (t *tree) chainTop(cur uint32) uint32 {
+	if !t.topValid {
+		t.topCache = t.top(cur)
+		t.topValid = true
+	}
+	return t.topCache
+}
+
+// bind records that worker wi holds node n under external hash x. The
+// worker's names stay one-to-one with its nodes: a name it used for
+// another node moves here (it leaves that node), and a node it held under
+// another name is renamed.
+func (t *tree) bind(wi, n uint32, x uint64, r *report) {
+	ws := &t.workers[wi]
+	holds := t.nodes[n].set.has(&t.bitsets, wi)
+	var prev uint64
+	if holds {
+		prev = t.name(n, wi)
+		if prev == x {
+			t.violation(wi, r, ViolationDuplicateStore, x, 0)
+			return
+		}
+	}
+	if old, ok := ws.lookup[x]; ok && old != n {
+		t.release(wi, old)
+	}
+	if holds {
+		delete(ws.lookup, prev)
+		delete(t.aliases, aliasKey(n, wi))
+	} else {
+		t.nodes[n].set.add(&t.bitsets, wi)
+	}
+	ws.lookup[x] = n
+	if nn := &t.nodes[n]; x != nn.external {
+		nn.flags |= flagAlias
+		t.aliases[aliasKey(n, wi)] = x
+	}
+}
+
+// release makes worker wi leave node n; a node no worker holds is freed.
+func (t *tree) release(wi, n uint32) {
+	delete(t.workers[wi].lookup, t.name(n, wi))
+	t.leave(wi, n)
+}
+
+// leave removes wi from n's holders (not from wi's lookup).
+func (t *tree) leave(wi, n uint32) {
+	nn := &t.nodes[n]
+	if nn.flags&flagAlias != 0 {
+		delete(t.aliases, aliasKey(n, wi))
+	}
+	nn.set.remove(&t.bitsets, wi)
+	if nn.set.n == 0 {
+		t.freeNode(n)
+	}
+}
+
+func (t *tree) removed(w Worker, _ uint64, hashes []uint64, r *report) {
+	wi := t.intern(w)
+	for _, h := range hashes {
+		n, ok := t.workers[wi].lookup[h]
+		if !ok {
+			t.violation(wi, r, ViolationBlockNotFound, h, 0)
+			continue
+		}
+		delete(t.workers[wi].lookup, h)
+		t.leave(wi, n)
+	}
+}
+
+// clear drops every block of worker wi and its unstable mark.
+func (t *tree) clear(wi uint32) {
+	ws := &t.workers[wi]
+	for _, n := range ws.lookup {
+		t.leave(wi, n)
+	}
+	if len(ws.lookup) > 1024 {
+		ws.lookup = map[uint64]uint32{} // let a large table's memory go
+	} else {
+		clear(ws.lookup)
+	}
+	ws.unstable = false
+}
+
+func (t *tree) clearWorker(w Worker) { t.clear(t.intern(w)) }
+
+// ranks returns the indexes of every known rank of worker id.
+func (t *tree) ranks(id uint64) []uint32 {
+	var out []uint32
+	for _, wi := range t.order {
+		if t.workers[wi].w.ID == id {
+			out = append(out, wi)
+		}
+	}
+	return out
+}
+
+func (t *tree) clearAll(id uint64) {
+	for _, wi := range t.ranks(id) {
+		t.clear(wi)
+	}
+}
+
+func (t *tree) removeWorker(id uint64) {
+	for _, wi := range t.ranks(id) {
+		t.clear(wi)
+		pos := int(t.rank[wi])
+		t.order = slices.Delete(t.order, pos, pos+1)
+		t.rerank(pos)
+		delete(t.index, t.workers[wi].w)
+		t.workers[wi] = wstate{}
+		t.freeW = append(t.freeW, wi)
+	}
+}
+
+func (t *tree) workerList() []Worker {
+	out := make([]Worker, len(t.order))
+	for i, wi := range t.order {
+		out[i] = t.workers[wi].w
+	}
+	return out
+}
+
+func (t *tree) stats() Stats {
+	s := Stats{Nodes: t.live, Violations: t.totals, Workers: make([]WorkerStats, len(t.order))}
+	for i, wi := range t.order {
+		ws := &t.workers[wi]
+		s.Workers[i] = WorkerStats{Worker: ws.w, Blocks: uint64(len(ws.lookup)), Unstable: ws.unstable, Violations: ws.violations}
+	}
+	return s
+}

@@ -1,0 +1,138 @@
+package indexbench
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io/fs"
+	"os"
+	"runtime"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/kvhash/kvhash/core"
+)
+
+var traceFlag = flag.String("tracefile", "",
+	"Mooncake-format trace to replay (default $KVHASH_TRACE, else "+DefaultTracePath+" from the repository root)")
+
+var (
+	promptsOnce sync.Once
+	prompts     []Prompt
+	promptsErr  error
+	recordings  = map[string]*Recording{}
+)
+
+func loadPrompts(b *testing.B) []Prompt {
+	promptsOnce.Do(func() {
+		path := *traceFlag
+		if path == "" {
+			path = os.Getenv("KVHASH_TRACE")
+		}
+		if path, promptsErr = ResolveTracePath(path, "."); promptsErr != nil {
+			return
+		}
+		reqs, err := ReadTraceFile(path)
+		if errors.Is(err, fs.ErrNotExist) {
+			promptsErr = fmt.Errorf("trace %s not found: pass -args -tracefile FILE or set KVHASH_TRACE (the trace is described in ../shared/data/README.md)", path)
+			return
+		}
+		if err != nil {
+			promptsErr = err
+			return
+		}
+		prompts, promptsErr = Expand(reqs, 16)
+	})
+	if promptsErr != nil {
+		b.Fatal(promptsErr)
+	}
+	return prompts
+}
+
+// BenchmarkTraceReplay replays the trace's event stream (recorded once
+// per configuration by Simulate) into a fresh index per iteration, and
+// reports:
+//
+//	block-ops/s   stored + removed + matched blocks per second spent in the
+//	              index (one goroutine, so one core)
+//	apply-blocks/s stored + removed blocks per second spent applying
+//	p50-ns p99-ns latency of a 64-block query (each prompt's first 64
+//	              blocks) against the final index
+//	route-p50-ns route-p99-ns latency of the routing queries (whole
+//	              prompts, median 724 blocks) during the replay
+//	heap-B/pair   live heap of the index per stored (worker, block) pair
+func BenchmarkTraceReplay(b *testing.B) {
+	for _, cfg := range []struct{ workers, capacity int }{{16, 32768}, {128, 8192}} {
+		b.Run(fmt.Sprintf("workers=%d", cfg.workers), func(b *testing.B) {
+			ps := loadPrompts(b)
+			key := fmt.Sprint(cfg)
+			rec := recordings[key]
+			if rec == nil {
+				var err error
+				if rec, err = Simulate(ps, cfg.workers, cfg.capacity); err != nil {
+					b.Fatal(err)
+				}
+				recordings[key] = rec
+			}
+			var indexTime, applyTime time.Duration
+			var blockOps, applyBlocks int
+			var route, lat []int64
+			var heapPerPair, pairs float64
+			b.ResetTimer()
+			for range b.N {
+				var before, after runtime.MemStats
+				runtime.GC()
+				runtime.ReadMemStats(&before)
+				x := core.NewIndex(core.IndexOptions{Mode: core.ModeEnforce})
+				res, err := Replay(x, ps, rec)
+				if err != nil {
+					b.Fatal(err)
+				}
+				indexTime += res.IndexTime
+				applyTime += res.ApplyTime
+				blockOps += res.BlockOps
+				applyBlocks += res.ApplyBlocks
+				route = append(route, res.MatchNanos...)
+
+				runtime.GC()
+				runtime.ReadMemStats(&after)
+				pairs = 0
+				for _, ws := range x.Stats().Workers {
+					pairs += float64(ws.Blocks)
+				}
+				heapPerPair = float64(int64(after.HeapAlloc)-int64(before.HeapAlloc)) / pairs
+
+				lat = append(lat, queryLatencies(x, ps, 64, 5)...)
+				runtime.KeepAlive(x)
+			}
+			b.ReportMetric(float64(blockOps)/indexTime.Seconds(), "block-ops/s")
+			b.ReportMetric(float64(applyBlocks)/applyTime.Seconds(), "apply-blocks/s")
+			b.ReportMetric(float64(Percentile(lat, 50)), "p50-ns")
+			b.ReportMetric(float64(Percentile(lat, 99)), "p99-ns")
+			b.ReportMetric(float64(Percentile(route, 50)), "route-p50-ns")
+			b.ReportMetric(float64(Percentile(route, 99)), "route-p99-ns")
+			b.ReportMetric(heapPerPair, "heap-B/pair")
+			b.ReportMetric(pairs, "pairs")
+		})
+	}
+}
+
+// queryLatencies times one query of the first n blocks of every prompt
+// that long, passes times over.
+func queryLatencies(x *core.Index, ps []Prompt, n, passes int) []int64 {
+	out := make([]int64, 0, passes*len(ps))
+	dst := make([]core.Match, 0, 256)
+	for range passes {
+		for i := range ps {
+			if len(ps[i].Local) < n {
+				continue
+			}
+			q := ps[i].Local[:n]
+			t0 := time.Now()
+			dst = x.AppendMatches(dst[:0], q, false)
+			out = append(out, time.Since(t0).Nanoseconds())
+		}
+	}
+	return out
+}

@@ -1,0 +1,117 @@
+package abi
+
+import (
+	"math"
+
+	"github.com/kvhash/kvhash/core"
+)
+
+// Version and SpecVersion are the strings of kvhash_version and
+// kvhash_spec_version.
+func Version() string     { return core.Version }
+func SpecVersion() string { return core.SpecVersion }
+
+// Seed is kvhash_seed.
+func Seed(lora, namespace string) uint64 { return core.Seed(lora, namespace) }
+
+// RawHash is kvhash_raw_hash: XXH3-64 with the spec's seed over arbitrary
+// bytes, so that a host can check its build against the raw-bytes vectors.
+func RawHash(data []byte) uint64 { return core.RawHash(data) }
+
+// ChainStep is kvhash_chain_step.
+func ChainStep(parent, local uint64) uint64 { return core.ChainStep(parent, local) }
+
+// BlockCount is kvhash_block_count.
+func BlockCount(nTokens uint64, blockSize int64, eagle bool) (int, error) {
+	var a Args
+	n := Len(&a, nTokens, "n_tokens")
+	bs := blockSizeInt(&a, blockSize)
+	if a.Err != nil {
+		return 0, a.Err
+	}
+	return core.BlockCount(n, bs, eagle)
+}
+
+// MMHashCount is the length of the flat mm_hashes array: the sum of
+// mm_counts. It cannot overflow: the counts are uint32 and there are fewer
+// than 2^47 of them.
+func MMHashCount(mmCounts []uint32) uint64 {
+	var total uint64
+	for _, c := range mmCounts {
+		total += uint64(c)
+	}
+	return total
+}
+
+// BlockHashes is kvhash_block_hashes: it writes the local hash of every
+// full block into out and returns how many there are. When out is too
+// short it writes nothing and returns the count needed with an
+// ErrBufferTooSmall error. mmHashes is the concatenation of each block's
+// multimodal hashes, mmCounts[i] of them for block i.
+func BlockHashes(tokens []uint32, blockSize int64, lora, namespace string, eagle bool,
+	mmHashes []uint64, mmCounts []uint32, out []uint64) (int, error) {
+	var a Args
+	bs := blockSizeInt(&a, blockSize)
+	if a.Err != nil {
+		return 0, a.Err
+	}
+	n, err := core.BlockCount(len(tokens), bs, eagle)
+	if err != nil {
+		return 0, err
+	}
+	opts := core.Options{LoraName: lora, CacheNamespace: namespace, Eagle: eagle}
+	if len(mmCounts) > 0 {
+		if opts.MMHashes, err = splitMM(mmHashes, mmCounts); err != nil {
+			return 0, err
+		}
+	}
+	if n > len(out) {
+		if len(opts.MMHashes) > 0 {
+			// Only core knows whether the multimodal entries fit the
+			// blocks; an input error takes precedence over the size.
+			if _, err := core.AppendBlockHashes(nil, tokens, bs, opts); err != nil {
+				return 0, err
+			}
+		}
+		return n, tooSmall("out", len(out), n)
+	}
+	// out has room for n hashes, so core appends in place: no allocation.
+	got, err := core.AppendBlockHashes(out[:0], tokens, bs, opts)
+	if err != nil {
+		return 0, err
+	}
+	return len(got), nil
+}
+
+// SequenceHashes is kvhash_sequence_hashes.
+func SequenceHashes(blockHashes, out []uint64) (int, error) {
+	n := len(blockHashes)
+	if n > len(out) {
+		return n, tooSmall("out", len(out), n)
+	}
+	return len(core.AppendSequenceHashes(out[:0], blockHashes)), nil
+}
+
+// splitMM cuts the flat multimodal hashes into one slice per block.
+func splitMM(flat []uint64, counts []uint32) ([][]uint64, error) {
+	if total := MMHashCount(counts); total != uint64(len(flat)) {
+		return nil, invalidf("mm_hashes has %d values but mm_counts add up to %d", len(flat), total)
+	}
+	perBlock := make([][]uint64, len(counts))
+	for i, c := range counts {
+		if c > 0 {
+			perBlock[i], flat = flat[:c:c], flat[c:]
+		}
+	}
+	return perBlock, nil
+}
+
+// blockSizeInt converts the ABI's int64 block size to core's int. Values
+// that do not fit are invalid anyway; core rejects zero and negatives.
+func blockSizeInt(a *Args, blockSize int64) int {
+	if blockSize > math.MaxInt || blockSize < math.MinInt {
+		a.Fail(invalidf("block size %d does not fit in a Go int", blockSize))
+		return 0
+	}
+	return int(blockSize)
+}

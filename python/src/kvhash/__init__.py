@@ -1,0 +1,76 @@
+"""kvhash: canonical KV-cache block hashing and a hash-stable KV index.
+
+A drop-in for the hashing and ``RadixTree`` parts of Dynamo's ``dynamo.llm``
+bindings, plus a zero-copy buffer API. Every hash and every index decision is
+made by the kvhash library (the Go core behind a C ABI or a WASM module);
+this package converts types and errors only.
+
+Backends: ``native`` (ctypes over ``libkvhash.so``, the default) and ``wasm``
+(wasmtime over ``kvhash.wasm``), chosen with ``KVHASH_BACKEND``. Both are also
+importable directly as ``kvhash._native`` and ``kvhash.wasm``.
+
+See docs/api/python.md for the full reference.
+"""
+
+from __future__ import annotations
+
+import os as _os
+
+from ._errors import (
+    DecodeError,
+    InternalError,
+    InvalidArgumentError,
+    KvHashError,
+    RejectedError,
+    UnknownHandleError,
+)
+
+_choice = _os.environ.get("KVHASH_BACKEND", "native").strip().lower() or "native"
+if _choice == "native":
+    from . import _native as _impl
+elif _choice == "wasm":
+    from . import wasm as _impl
+else:
+    raise ImportError("KVHASH_BACKEND must be 'native' or 'wasm', not %r" % _choice)
+
+_bound = _impl.api
+
+#: The library's implementation version (kvhash_version).
+__version__: str = _bound.version
+#: The hashing spec version the library implements (kvhash_spec_version), e.g. "v1".
+SPEC_VERSION: str = _bound.spec_version
+#: The backend in use: "native" or "wasm".
+BACKEND: str = _bound.backend.name
+
+compute_block_hash_for_seq = _bound.compute_block_hash_for_seq
+compute_block_hash_for_seq_py = _bound.compute_block_hash_for_seq
+compute_seq_hash_for_block = _bound.compute_seq_hash_for_block
+block_hashes = _bound.block_hashes
+sequence_hashes = _bound.sequence_hashes
+block_count = _bound.block_count
+seed = _bound.seed
+chain_step = _bound.chain_step
+RadixTree = _bound.RadixTree
+from ._api import OverlapScores  # noqa: E402
+
+__all__ = [
+    "__version__",
+    "SPEC_VERSION",
+    "BACKEND",
+    "compute_block_hash_for_seq",
+    "compute_block_hash_for_seq_py",
+    "compute_seq_hash_for_block",
+    "block_hashes",
+    "sequence_hashes",
+    "block_count",
+    "seed",
+    "chain_step",
+    "RadixTree",
+    "OverlapScores",
+    "KvHashError",
+    "InvalidArgumentError",
+    "DecodeError",
+    "RejectedError",
+    "UnknownHandleError",
+    "InternalError",
+]

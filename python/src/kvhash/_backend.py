@@ -1,0 +1,108 @@
+"""The primitive calls every backend provides: the kvhash ABI, one method an
+export, with Python types instead of pointers.
+
+The public API (``_api``) is written once over this interface; a backend only
+moves bytes across its boundary (ctypes pointers for the shared library,
+linear-memory copies for the WASM module) and turns status codes into
+exceptions (``_errors.error_for``). No backend computes anything.
+
+Conventions:
+
+- Array arguments are 1-D C-contiguous ``memoryview`` objects whose item size
+  is already checked by the API layer: ``u32`` arrays have itemsize 4,
+  ``u64`` arrays itemsize 8. Output arrays are writable; their capacity is
+  their length.
+- Strings (LoRA name, namespace, JSON) are ``bytes``.
+- Integers are Python ints already range-checked by the API layer (``u64`` in
+  ``[0, 2**64)``, ``u32`` in ``[0, 2**32)``, ``i64`` in ``[-2**63, 2**63)``).
+- A call that needs a bigger output buffer raises ``BufferTooSmall(needed)``;
+  any other failure raises ``error_for(status, kvhash_last_error())``, the
+  message read right after the failing call on the same thread.
+"""
+
+from __future__ import annotations
+
+from typing import Optional, Protocol
+
+Buffer = memoryview
+
+
+class Backend(Protocol):
+    """The kvhash ABI as Python methods (see module docstring)."""
+
+    #: "native" or "wasm"
+    name: str
+    #: where the library or module was loaded from
+    path: str
+
+    def version(self) -> str: ...
+
+    def spec_version(self) -> str: ...
+
+    def seed(self, lora: bytes, namespace: bytes) -> int: ...
+
+    def chain_step(self, parent_sequence_hash: int, local_hash: int) -> int: ...
+
+    def block_count(self, n_tokens: int, block_size: int, eagle: bool) -> int: ...
+
+    def block_hashes(
+        self,
+        tokens: Buffer,
+        block_size: int,
+        lora: bytes,
+        namespace: bytes,
+        eagle: bool,
+        mm_hashes: Optional[Buffer],
+        mm_counts: Optional[Buffer],
+        out: Buffer,
+    ) -> int: ...
+
+    def sequence_hashes(self, block_hashes: Buffer, out: Buffer) -> int: ...
+
+    def index_new(self, mode: int) -> int: ...
+
+    def index_free(self, handle: int) -> None: ...
+
+    def index_set_mode(self, handle: int, mode: int) -> None: ...
+
+    def index_apply_json(self, handle: int, worker_id: int, data: bytes) -> None: ...
+
+    def index_apply_router_event_json(self, handle: int, data: bytes) -> None: ...
+
+    def index_apply_stored(
+        self,
+        handle: int,
+        worker_id: int,
+        dp_rank: int,
+        event_id: int,
+        parent_hash: Optional[int],
+        block_hashes: Buffer,
+        tokens_hashes: Buffer,
+    ) -> None: ...
+
+    def index_apply_removed(
+        self, handle: int, worker_id: int, dp_rank: int, event_id: int, block_hashes: Buffer
+    ) -> None: ...
+
+    def index_clear_worker(self, handle: int, worker_id: int, dp_rank: int) -> None: ...
+
+    def index_clear_all_blocks(self, handle: int, worker_id: int) -> None: ...
+
+    def index_remove_worker(self, handle: int, worker_id: int) -> None: ...
+
+    def index_find_matches(
+        self,
+        handle: int,
+        local_hashes: Buffer,
+        early_exit: bool,
+        worker_ids: Buffer,
+        dp_ranks: Buffer,
+        scores: Buffer,
+        tree_sizes: Buffer,
+    ) -> int: ...
+
+    def index_dump_jsonl(self, handle: int, out: Buffer) -> int: ...
+
+    def index_stats_json(self, handle: int, out: Buffer) -> int: ...
+
+    def index_workers(self, handle: int, worker_ids: Buffer, dp_ranks: Buffer) -> int: ...

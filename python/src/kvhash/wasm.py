@@ -1,0 +1,408 @@
+"""The WASM backend: the kvhash WebAssembly module run by ``wasmtime``.
+
+Same ABI as the shared library (see ``_backend.Backend``), with the WASM
+conventions: pointers and ``size_t`` are u32 offsets into the module's linear
+memory, ``uint64_t`` is an i64, and every pointer must lie inside a live
+allocation made with the module's own ``kvhash_alloc``. This backend keeps one
+scratch allocation, grown as needed, lays each call's inputs and outputs out
+in it, and copies them in and out with ``ctypes.memmove`` (so the buffer API
+copies here: linear memory is the only memory the module can read).
+
+One module instance serves the process; calls are serialized by a lock
+(the module is single-threaded). Loading: ``KVHASH_WASM`` (a path) if set,
+else the module bundled in the package (``kvhash/_lib/kvhash.wasm``). The
+compiled module is cached by wasmtime when its cache is available.
+
+Importing this module instantiates the WASM module and binds the public API to
+it: ``kvhash.wasm.block_hashes`` etc. ``KVHASH_BACKEND=wasm`` makes
+``import kvhash`` re-export these.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import threading
+from typing import List, Optional, Sequence, Tuple
+
+import wasmtime
+
+from . import _api
+from ._buffers import address
+from ._errors import ERR_BUFFER_TOO_SMALL, OK, BufferTooSmall, error_for
+
+MODULE_NAME = "kvhash.wasm"
+
+_U64_MASK = (1 << 64) - 1
+_ALIGN = 8
+
+
+def module_path() -> str:
+    """Where the WASM module is loaded from (KVHASH_WASM, else bundled)."""
+    env = os.environ.get("KVHASH_WASM")
+    if env:
+        return env
+    return os.path.join(os.path.dirname(os.path.abspath(__file__)), "_lib", MODULE_NAME)
+
+
+def _i64(v: int) -> int:
+    """u64 -> the i64 with the same bits (wasm i64 parameters are signed)."""
+    return v - (1 << 64) if v >= (1 << 63) else v
+
+
+def _u64(v: int) -> int:
+    return v & _U64_MASK
+
+
+def _i32(v: int) -> int:
+    """u32 -> the i32 with the same bits (wasm i32 parameters are signed)."""
+    return v - (1 << 32) if v >= (1 << 31) else v
+
+
+class _In:
+    """An input segment: bytes-like data copied into the arena."""
+
+    __slots__ = ("data", "nbytes")
+
+    def __init__(self, data, nbytes: int) -> None:
+        self.data = data  # bytes or memoryview
+        self.nbytes = nbytes
+
+
+class _Out:
+    """An output segment of nbytes bytes, copied back into `dest` (a writable
+    memoryview) after the call, or read as a scalar."""
+
+    __slots__ = ("dest", "nbytes")
+
+    def __init__(self, dest, nbytes: int) -> None:
+        self.dest = dest
+        self.nbytes = nbytes
+
+
+class WasmBackend:
+    """The ABI over wasmtime (see ``_backend.Backend``)."""
+
+    name = "wasm"
+
+    def __init__(self, path: Optional[str] = None) -> None:
+        self.path = path or module_path()
+        if not os.path.exists(self.path):
+            raise ImportError(
+                "kvhash: WASM module not found at %r (set KVHASH_WASM to the path of kvhash.wasm, "
+                "or install the kvhash wheel, which bundles it)" % self.path
+            )
+        config = wasmtime.Config()
+        try:
+            # Compiling a Go module takes seconds; wasmtime's cache makes the
+            # next process start fast. Not having a cache is not an error.
+            config.cache = True
+        except Exception:  # pragma: no cover - depends on the host
+            pass
+        self._engine = wasmtime.Engine(config)
+        self._module = wasmtime.Module.from_file(self._engine, self.path)
+        self._store = wasmtime.Store(self._engine)
+        wasi = wasmtime.WasiConfig()
+        # The module sees the process's environment (index mode from the
+        # environment reads it) and reports Go runtime failures on stderr.
+        wasi.env = list(os.environ.items())
+        wasi.inherit_stderr()
+        self._store.set_wasi(wasi)
+        linker = wasmtime.Linker(self._engine)
+        linker.define_wasi()
+        instance = linker.instantiate(self._store, self._module)
+        exports = instance.exports(self._store)
+        self._memory = exports["memory"]
+        self._fn = {}
+        for export in self._module.exports:
+            if export.name.startswith("kvhash_") or export.name == "_initialize":
+                self._fn[export.name] = exports[export.name]
+        self._lock = threading.Lock()
+        self._arena = 0
+        self._arena_size = 0
+        if "_initialize" in self._fn:
+            self._fn["_initialize"](self._store)
+        self._version = self._string_fact("kvhash_version")
+        self._spec_version = self._string_fact("kvhash_spec_version")
+
+    # -- memory -----------------------------------------------------------
+
+    def _base(self) -> int:
+        # Re-read after every call: a call may grow (move) linear memory.
+        return ctypes.addressof(self._memory.data_ptr(self._store).contents)
+
+    def _reserve(self, nbytes: int) -> int:
+        """The arena, at least nbytes long (lock held)."""
+        if nbytes <= self._arena_size and self._arena:
+            return self._arena
+        size = max(4096, self._arena_size)
+        while size < nbytes:
+            size *= 2
+        if self._arena:
+            self._fn["kvhash_free"](self._store, self._arena)
+            self._arena = 0
+            self._arena_size = 0
+        ptr = self._fn["kvhash_alloc"](self._store, size) & 0xFFFFFFFF
+        if ptr == 0:
+            raise MemoryError("kvhash wasm: kvhash_alloc(%d) failed" % size)
+        self._arena = ptr
+        self._arena_size = size
+        return ptr
+
+    def _call(self, fname: str, segments: Sequence[object], args_of) -> Tuple[int, List[int]]:
+        """Lay `segments` (_In / _Out / None) out in the arena, call `fname`
+        with args_of(pointers), copy outputs back. Returns (status, pointers).
+        On failure raises, with the last error read under the same lock."""
+        with self._lock:
+            offsets: List[int] = []
+            total = 0
+            for seg in segments:
+                if seg is None or seg.nbytes == 0:
+                    offsets.append(-1)
+                else:
+                    offsets.append(total)
+                    total += (seg.nbytes + _ALIGN - 1) // _ALIGN * _ALIGN
+            arena = self._reserve(total) if total else 0
+            ptrs = [0 if off < 0 else arena + off for off in offsets]
+            if total:
+                base = self._base()
+                for seg, ptr in zip(segments, ptrs):
+                    if isinstance(seg, _In) and ptr:
+                        data = seg.data
+                        src = data if isinstance(data, bytes) else address(data)
+                        ctypes.memmove(base + ptr, src, seg.nbytes)
+            status = self._fn[fname](self._store, *args_of(ptrs))
+            if status != OK and status != ERR_BUFFER_TOO_SMALL:
+                raise error_for(status, self._last_error_locked())
+            if total:
+                base = self._base()
+                for seg, ptr in zip(segments, ptrs):
+                    if isinstance(seg, _Out) and ptr and seg.dest is not None:
+                        ctypes.memmove(address(seg.dest), base + ptr, seg.nbytes)
+            scalars = [self._read_scalar(seg, ptr) for seg, ptr in zip(segments, ptrs)]
+            return status, scalars
+
+    def _read_scalar(self, seg, ptr: int) -> int:
+        # Output segments without a destination are size_t / uint64 outputs.
+        if isinstance(seg, _Out) and seg.dest is None and ptr:
+            base = self._base()
+            if seg.nbytes == 4:
+                return ctypes.c_uint32.from_address(base + ptr).value
+            return ctypes.c_uint64.from_address(base + ptr).value
+        return 0
+
+    def _last_error_locked(self) -> str:
+        fn = self._fn["kvhash_last_error"]
+        cap = 1024
+        while True:
+            ptr = self._reserve(cap)
+            n = fn(self._store, ptr, cap)
+            if n < cap:
+                base = self._base()
+                return ctypes.string_at(base + ptr, n).decode("utf-8", "replace")
+            cap = n + 1
+
+    def _string_fact(self, fname: str) -> str:
+        fn = self._fn[fname]
+        with self._lock:
+            ptr = self._reserve(256)
+            n = fn(self._store, ptr, 256)
+            if n >= 256:
+                ptr = self._reserve(n + 1)
+                n = fn(self._store, ptr, n + 1)
+            return ctypes.string_at(self._base() + ptr, n).decode("utf-8")
+
+    def last_error(self) -> str:
+        with self._lock:
+            return self._last_error_locked()
+
+    # -- facts ------------------------------------------------------------
+
+    def version(self) -> str:
+        return self._version
+
+    def spec_version(self) -> str:
+        return self._spec_version
+
+    # -- hashing ----------------------------------------------------------
+
+    def seed(self, lora: bytes, namespace: bytes) -> int:
+        # kvhash_seed returns the u64 itself, not a status.
+        with self._lock:
+            total = len(lora) + len(namespace)
+            arena = self._reserve(total) if total else 0
+            base = self._base()
+            lora_ptr = arena if lora else 0
+            ns_ptr = arena + len(lora) if namespace else 0
+            if lora:
+                ctypes.memmove(base + lora_ptr, lora, len(lora))
+            if namespace:
+                ctypes.memmove(base + ns_ptr, namespace, len(namespace))
+            return _u64(self._fn["kvhash_seed"](self._store, lora_ptr, len(lora), ns_ptr, len(namespace)))
+
+    def chain_step(self, parent_sequence_hash: int, local_hash: int) -> int:
+        with self._lock:
+            return _u64(self._fn["kvhash_chain_step"](self._store, _i64(parent_sequence_hash), _i64(local_hash)))
+
+    def block_count(self, n_tokens: int, block_size: int, eagle: bool) -> int:
+        if n_tokens >= 1 << 32:
+            # size_t is 32 bits in wasm32: no buffer there can hold so many tokens.
+            raise error_for(-1, "n_tokens %d does not fit in the WASM module's size_t" % n_tokens)
+        _, scalars = self._call(
+            "kvhash_block_count",
+            [_Out(None, 4)],
+            lambda p: (_i32(n_tokens), block_size, 1 if eagle else 0, p[0]),
+        )
+        return scalars[0]
+
+    def block_hashes(self, tokens, block_size, lora, namespace, eagle, mm_hashes, mm_counts, out):
+        n_tok = len(tokens)
+        mm_blocks = 0 if mm_counts is None else len(mm_counts)
+        segments = [
+            _In(tokens, tokens.nbytes),
+            _In(lora, len(lora)),
+            _In(namespace, len(namespace)),
+            None if mm_hashes is None else _In(mm_hashes, mm_hashes.nbytes),
+            None if mm_counts is None else _In(mm_counts, mm_counts.nbytes),
+            _Out(out, out.nbytes),
+            _Out(None, 4),
+        ]
+        status, scalars = self._call(
+            "kvhash_block_hashes",
+            segments,
+            lambda p: (
+                p[0], n_tok, block_size,
+                p[1], len(lora), p[2], len(namespace),
+                1 if eagle else 0,
+                p[3], p[4], mm_blocks,
+                p[5], len(out), p[6],
+            ),
+        )
+        if status == ERR_BUFFER_TOO_SMALL:
+            raise BufferTooSmall(scalars[6])
+        return scalars[6]
+
+    def sequence_hashes(self, block_hashes, out):
+        n = len(block_hashes)
+        status, scalars = self._call(
+            "kvhash_sequence_hashes",
+            [_In(block_hashes, block_hashes.nbytes), _Out(out, out.nbytes), _Out(None, 4)],
+            lambda p: (p[0], n, p[1], len(out), p[2]),
+        )
+        if status == ERR_BUFFER_TOO_SMALL:
+            raise BufferTooSmall(scalars[2])
+        return scalars[2]
+
+    # -- index ------------------------------------------------------------
+
+    def _simple(self, fname: str, *args) -> None:
+        with self._lock:
+            status = self._fn[fname](self._store, *args)
+            if status != OK:
+                raise error_for(status, self._last_error_locked())
+
+    def index_new(self, mode: int) -> int:
+        _, scalars = self._call("kvhash_index_new", [_Out(None, 8)], lambda p: (mode, p[0]))
+        return scalars[0]
+
+    def index_free(self, handle: int) -> None:
+        self._simple("kvhash_index_free", _i64(handle))
+
+    def index_set_mode(self, handle: int, mode: int) -> None:
+        self._simple("kvhash_index_set_mode", _i64(handle), mode)
+
+    def index_apply_json(self, handle: int, worker_id: int, data: bytes) -> None:
+        self._call(
+            "kvhash_index_apply_json",
+            [_In(data, len(data))],
+            lambda p: (_i64(handle), _i64(worker_id), p[0], len(data)),
+        )
+
+    def index_apply_router_event_json(self, handle: int, data: bytes) -> None:
+        self._call(
+            "kvhash_index_apply_router_event_json",
+            [_In(data, len(data))],
+            lambda p: (_i64(handle), p[0], len(data)),
+        )
+
+    def index_apply_stored(self, handle, worker_id, dp_rank, event_id, parent_hash, block_hashes, tokens_hashes):
+        n = len(block_hashes)
+        self._call(
+            "kvhash_index_apply_stored",
+            [_In(block_hashes, block_hashes.nbytes), _In(tokens_hashes, tokens_hashes.nbytes)],
+            lambda p: (
+                _i64(handle), _i64(worker_id), _i32(dp_rank), _i64(event_id),
+                0 if parent_hash is None else 1, _i64(parent_hash or 0),
+                p[0], p[1], n,
+            ),
+        )
+
+    def index_apply_removed(self, handle, worker_id, dp_rank, event_id, block_hashes):
+        n = len(block_hashes)
+        self._call(
+            "kvhash_index_apply_removed",
+            [_In(block_hashes, block_hashes.nbytes)],
+            lambda p: (_i64(handle), _i64(worker_id), _i32(dp_rank), _i64(event_id), p[0], n),
+        )
+
+    def index_clear_worker(self, handle: int, worker_id: int, dp_rank: int) -> None:
+        self._simple("kvhash_index_clear_worker", _i64(handle), _i64(worker_id), _i32(dp_rank))
+
+    def index_clear_all_blocks(self, handle: int, worker_id: int) -> None:
+        self._simple("kvhash_index_clear_all_blocks", _i64(handle), _i64(worker_id))
+
+    def index_remove_worker(self, handle: int, worker_id: int) -> None:
+        self._simple("kvhash_index_remove_worker", _i64(handle), _i64(worker_id))
+
+    def index_find_matches(self, handle, local_hashes, early_exit, worker_ids, dp_ranks, scores, tree_sizes):
+        n = len(local_hashes)
+        cap = len(worker_ids)
+        status, scalars = self._call(
+            "kvhash_index_find_matches",
+            [
+                _In(local_hashes, local_hashes.nbytes),
+                _Out(worker_ids, worker_ids.nbytes),
+                _Out(dp_ranks, dp_ranks.nbytes),
+                _Out(scores, scores.nbytes),
+                _Out(tree_sizes, tree_sizes.nbytes),
+                _Out(None, 4),
+            ],
+            lambda p: (_i64(handle), p[0], n, 1 if early_exit else 0, p[1], p[2], p[3], p[4], cap, p[5]),
+        )
+        if status == ERR_BUFFER_TOO_SMALL:
+            raise BufferTooSmall(scalars[5])
+        return scalars[5]
+
+    def _bytes_out(self, fname: str, handle: int, out) -> int:
+        cap = len(out)
+        status, scalars = self._call(
+            fname,
+            [_Out(out, out.nbytes), _Out(None, 4)],
+            lambda p: (_i64(handle), p[0], cap, p[1]),
+        )
+        if status == ERR_BUFFER_TOO_SMALL:
+            raise BufferTooSmall(scalars[1])
+        return scalars[1]
+
+    def index_dump_jsonl(self, handle: int, out) -> int:
+        return self._bytes_out("kvhash_index_dump_jsonl", handle, out)
+
+    def index_stats_json(self, handle: int, out) -> int:
+        return self._bytes_out("kvhash_index_stats_json", handle, out)
+
+    def index_workers(self, handle, worker_ids, dp_ranks) -> int:
+        cap = len(worker_ids)
+        status, scalars = self._call(
+            "kvhash_index_workers",
+            [_Out(worker_ids, worker_ids.nbytes), _Out(dp_ranks, dp_ranks.nbytes), _Out(None, 4)],
+            lambda p: (_i64(handle), p[0], p[1], cap, p[2]),
+        )
+        if status == ERR_BUFFER_TOO_SMALL:
+            raise BufferTooSmall(scalars[2])
+        return scalars[2]
+
+
+backend = WasmBackend()
+api = _api.API(backend)
+globals().update(api.exports())
+__all__ = list(api.exports())
