@@ -98,14 +98,7 @@ func appendHashes(local, seq []uint64, withSequence bool, tokens []uint32, block
 	// lets the processor overlap that wait with independent work.
 	var chain uint64
 	if window == 16 && len(opts.MMHashes) == 0 {
-		// The common case, with nothing to decide per block.
-		for i := range l {
-			l[i] = hashTokens64B((*[16]uint32)(tokens[i*blockSize:]), keys)
-			if withSequence && i > 0 {
-				chain = extendChain(chain, l[i-1], i-1)
-				sq[i-1] = chain
-			}
-		}
+		chain = hashBlocks64B(l, sq, tokens, blockSize, keys)
 	} else {
 		var scratch []byte
 		for i := range l {
@@ -140,8 +133,6 @@ func extendChain(chain, local uint64, i int) uint64 {
 // hashTokens is XXH3-64 of the tokens as little-endian u32 bytes.
 func hashTokens(block []uint32, seed uint64, keys *seededKeys, scratch *[]byte) uint64 {
 	switch n := len(block); {
-	case n == 16:
-		return hashTokens64B((*[16]uint32)(block), keys)
 	case n >= 5 && n <= 32:
 		return hashTokens17to128(block, keys)
 	case n == 3 || n == 4:

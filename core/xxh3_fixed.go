@@ -74,21 +74,30 @@ func hash16(a, b uint64, k *seededKeys) uint64 {
 	return hash9to16(a, b, 16, k)
 }
 
-// pair reads the little-endian word at token i, that is, at byte 4*i.
-func pair(t []uint32, i int) uint64 {
-	return uint64(t[i]) | uint64(t[i+1])<<32
-}
-
-// hashTokens64B is XXH3-64 of exactly 16 tokens (64 bytes), the most
-// common block size, unrolled.
-func hashTokens64B(t *[16]uint32, k *seededKeys) uint64 {
-	w := func(i int) uint64 { return uint64(t[i]) | uint64(t[i+1])<<32 }
-	acc := len64Acc
-	acc += mulFold(w(0)^k.mix[0], w(2)^k.mix[1])
-	acc += mulFold(w(12)^k.mix[2], w(14)^k.mix[3])
-	acc += mulFold(w(4)^k.mix[4], w(6)^k.mix[5])
-	acc += mulFold(w(8)^k.mix[6], w(10)^k.mix[7])
-	return finalize(acc)
+// hashBlocks64B sets l[i] to XXH3-64 of the 16 tokens at tokens[i*stride:]
+// (64 bytes: the most common block size, unrolled) and, when sq is not
+// nil, sq[i] to the sequence hash of all but the last block, returning the
+// last sequence hash it set for the caller to extend. The sequence chain
+// runs one block behind the hashing: a chain step must wait for the one
+// before it, and issuing it after the next block lets the processor
+// overlap that wait with independent work. It loops itself rather than
+// being called per block because on WebAssembly, where Go passes
+// arguments through memory, a call costs about as much as the hash.
+func hashBlocks64B(l, sq []uint64, tokens []uint32, stride int, k *seededKeys) (chain uint64) {
+	for i := range l {
+		t := tokens[i*stride : i*stride+16]
+		acc := len64Acc
+		acc += mulFold(pair(t, 0)^k.mix[0], pair(t, 2)^k.mix[1])
+		acc += mulFold(pair(t, 12)^k.mix[2], pair(t, 14)^k.mix[3])
+		acc += mulFold(pair(t, 4)^k.mix[4], pair(t, 6)^k.mix[5])
+		acc += mulFold(pair(t, 8)^k.mix[6], pair(t, 10)^k.mix[7])
+		l[i] = finalize(acc)
+		if sq != nil && i > 0 {
+			chain = extendChain(chain, l[i-1], i-1)
+			sq[i-1] = chain
+		}
+	}
+	return chain
 }
 
 // hashTokens17to128 is XXH3-64 of 5..32 tokens (17..128 bytes). Byte

@@ -108,6 +108,8 @@ export class KvHashModule {
   sequenceHashes(blockHashes: BigUint64Array | ReadonlyArray<U64>): BigUint64Array;
   seed(options?: SeedOptions): bigint;
   chainStep(parent: U64, local: U64): bigint;
+  /** XXH3-64 with seed 1337 over raw bytes (for checking a build against the raw-bytes vectors). */
+  rawHash(data: Uint8Array): bigint;
   blockCount(numTokens: number, blockSize: number | bigint, isEagle?: boolean): number;
 }
 
@@ -131,6 +133,7 @@ export function blockHashes(tokens: Uint32Array | ReadonlyArray<number>, blockSi
 export function sequenceHashes(blockHashes: BigUint64Array | ReadonlyArray<U64>): BigUint64Array;
 export function seed(options?: SeedOptions): bigint;
 export function chainStep(parent: U64, local: U64): bigint;
+export function rawHash(data: Uint8Array): bigint;
 export function blockCount(numTokens: number, blockSize: number | bigint, isEagle?: boolean): number;
 export function workerKey(workerId: U64, dpRank: number): string;
 

@@ -110,6 +110,11 @@ export function chainStep(parent, local) {
   return defaultModule().chainStep(parent, local);
 }
 
+/** XXH3-64 seed 1337 over raw bytes (default module). */
+export function rawHash(data) {
+  return defaultModule().rawHash(data);
+}
+
 /** Number of full blocks (default module). */
 export function blockCount(numTokens, blockSize, isEagle) {
   return defaultModule().blockCount(numTokens, blockSize, isEagle);

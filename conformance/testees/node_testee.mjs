@@ -8,7 +8,7 @@ import { createInterface } from 'node:readline';
 import { KvHashError, RadixTree, Status, loadSync } from '../../bindings/js/index.js';
 
 const kv = loadSync(); // $KVHASH_WASM, else the package's default module
-const OPS = ['hello', 'block_hashes', 'sequence_hashes', 'seed', 'chain_step', 'index'];
+const OPS = ['hello', 'block_hashes', 'sequence_hashes', 'seed', 'chain_step', 'raw_hash', 'index'];
 
 const u64s = (values) => Array.from(values, (v) => v.toString());
 const bigints = (values) => values.map((v) => BigInt(v));
@@ -82,6 +82,8 @@ function handle(req) {
       return `"seed":"${kv.seed({ loraName: req.lora_name, cacheNamespace: req.cache_namespace })}"`;
     case 'chain_step':
       return `"hash":"${kv.chainStep(BigInt(req.parent), BigInt(req.local))}"`;
+    case 'raw_hash':
+      return `"hash":"${kv.rawHash(Buffer.from(req.bytes_hex, 'hex'))}"`;
     case 'index':
       return runIndex(req);
     default:

@@ -69,6 +69,18 @@ func (m *Module) ChainStep(parentSequenceHash, localHash uint64) (uint64, error)
 	return h, err
 }
 
+// RawHash returns XXH3-64 with the spec's seed over data, for checking a
+// build against the raw-bytes vectors.
+func (m *Module) RawHash(data []byte) (uint64, error) {
+	var h uint64
+	err := m.withInstance(func(in *instance) error {
+		var err error
+		h, err = in.rawHash(data)
+		return err
+	})
+	return h, err
+}
+
 // BlockCount returns how many local hashes numTokens tokens give.
 func (m *Module) BlockCount(numTokens, blockSize int, eagle bool) (int, error) {
 	var n int

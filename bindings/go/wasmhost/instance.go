@@ -17,7 +17,7 @@ import (
 type exports struct {
 	alloc, free, lastError, version, specVersion api.Function
 	seed, chainStep, blockCount                  api.Function
-	blockHashes, sequenceHashes                  api.Function
+	blockHashes, sequenceHashes, rawHash         api.Function
 	indexNew, indexFree, indexSetMode            api.Function
 	indexApplyJSON, indexApplyRouterEventJSON    api.Function
 	indexApplyStored, indexApplyRemoved          api.Function
@@ -35,6 +35,7 @@ func (e *exports) table() map[string]*api.Function {
 		"kvhash_spec_version":                  &e.specVersion,
 		"kvhash_seed":                          &e.seed,
 		"kvhash_chain_step":                    &e.chainStep,
+		"kvhash_raw_hash":                      &e.rawHash,
 		"kvhash_block_count":                   &e.blockCount,
 		"kvhash_block_hashes":                  &e.blockHashes,
 		"kvhash_sequence_hashes":               &e.sequenceHashes,

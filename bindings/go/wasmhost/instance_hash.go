@@ -158,6 +158,27 @@ func (in *instance) seed(lora, ns string) (uint64, error) {
 		addr(base, loraOff, len(lora)), uint64(len(lora)), addr(base, nsOff, len(ns)), uint64(len(ns)))
 }
 
+func (in *instance) rawHash(data []byte) (uint64, error) {
+	var l layout
+	outOff := l.add(8)
+	dataOff := l.add(uint64(len(data)))
+	base, err := in.reserve(l.size)
+	if err != nil {
+		return 0, err
+	}
+	if err := in.writeBytes(addr(base, dataOff, len(data)), data); err != nil {
+		return 0, err
+	}
+	if _, err := in.callStatus(in.fn.rawHash, addr(base, dataOff, len(data)), uint64(len(data)), uint64(base)+outOff); err != nil {
+		return 0, err
+	}
+	b, err := in.view(uint64(base)+outOff, 8)
+	if err != nil {
+		return 0, err
+	}
+	return binary.LittleEndian.Uint64(b), nil
+}
+
 func (in *instance) blockCount(numTokens, blockSize int, eagle bool) (int, error) {
 	if numTokens < 0 || uint64(numTokens) > math.MaxUint32 {
 		// size_t is 32 bits in the module: a count it cannot hold.

@@ -3,11 +3,11 @@
 // blocks of 16. Prints "name value unit" lines for `make bench-wasm`,
 // which sets them against native Go measured in the same run.
 //
-//   node bindings/js/bench/bench.js [seconds]
+//   node bindings/js/bench/bench.js [seconds]   (default 3, split in 3 rounds; the best counts)
 import { performance } from 'node:perf_hooks';
 import { load } from '../index.js';
 
-const seconds = Number(process.argv[2] ?? 2);
+const seconds = Number(process.argv[2] ?? 3);
 const TOKENS = 8192;
 const BLOCK_SIZE = 16;
 
@@ -32,14 +32,21 @@ function once() {
 t0 = performance.now();
 while (performance.now() - t0 < 500) once();
 
-let n = 0;
-t0 = performance.now();
-let elapsed = 0;
-do {
-  for (let i = 0; i < 100; i++) once();
-  n += 100;
-  elapsed = performance.now() - t0;
-} while (elapsed < seconds * 1000);
+// Best of several rounds: on a shared machine the fastest round is the
+// one least disturbed by other processes.
+const rounds = 3;
+let best = Infinity;
+for (let r = 0; r < rounds; r++) {
+  let n = 0;
+  let elapsed = 0;
+  t0 = performance.now();
+  do {
+    for (let i = 0; i < 100; i++) once();
+    n += 100;
+    elapsed = performance.now() - t0;
+  } while (elapsed < (seconds * 1000) / rounds);
+  best = Math.min(best, (elapsed * 1e6) / n);
+}
 
 console.log(`node-start ${startMs.toFixed(1)} ms`);
-console.log(`node-hash8k ${((elapsed * 1e6) / n).toFixed(0)} ns/op`);
+console.log(`node-hash8k ${best.toFixed(0)} ns/op`);

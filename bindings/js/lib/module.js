@@ -11,7 +11,7 @@ const LITTLE_ENDIAN = new Uint8Array(new Uint16Array([1]).buffer)[0] === 1;
 
 const REQUIRED_EXPORTS = [
   '_initialize', 'memory', 'kvhash_alloc', 'kvhash_free', 'kvhash_last_error',
-  'kvhash_version', 'kvhash_spec_version', 'kvhash_seed', 'kvhash_chain_step',
+  'kvhash_version', 'kvhash_spec_version', 'kvhash_seed', 'kvhash_chain_step', 'kvhash_raw_hash',
   'kvhash_block_count', 'kvhash_block_hashes', 'kvhash_sequence_hashes',
   'kvhash_index_new', 'kvhash_index_free', 'kvhash_index_set_mode',
   'kvhash_index_apply_json', 'kvhash_index_apply_router_event_json',
@@ -200,6 +200,18 @@ export class KvHashModule {
   chainStep(parent, local) {
     const r = this.#call('kvhash_chain_step', toU64(parent, 'parent'), toU64(local, 'local'));
     return BigInt.asUintN(64, r);
+  }
+
+  /** XXH3-64 with the spec's seed over raw bytes, to check a build against the raw-bytes vectors. */
+  rawHash(data) {
+    if (!(data instanceof Uint8Array)) throw new TypeError(`data must be a Uint8Array, got ${typeof data}`);
+    const l = new Layout();
+    const outOff = l.add(8);
+    const dataOff = l.add(data.length);
+    const base = this.#reserve(l.size);
+    this.#writeBytes(base + dataOff, data);
+    this.#callStatus('kvhash_raw_hash', data.length ? base + dataOff : 0, data.length, base + outOff);
+    return this.#readU64(base + outOff);
   }
 
   /** How many local hashes numTokens tokens give (only full blocks count). */

@@ -92,7 +92,7 @@ static const char *op_hello(void) {
     out_json_string(kvhash_version(), strlen(kvhash_version()));
     out_str(",\"spec_version\":");
     out_json_string(kvhash_spec_version(), strlen(kvhash_spec_version()));
-    out_str(",\"ops\":[\"hello\",\"block_hashes\",\"sequence_hashes\",\"seed\",\"chain_step\",\"index\"]");
+    out_str(",\"ops\":[\"hello\",\"block_hashes\",\"sequence_hashes\",\"seed\",\"chain_step\",\"raw_hash\",\"index\"]");
     return NULL;
 }
 
@@ -180,6 +180,37 @@ static const char *op_chain_step(const jval *req) {
         return fail("chain_step needs parent and local");
     out_str("\"hash\":");
     out_u64(kvhash_chain_step(parent, local));
+    return NULL;
+}
+
+static int hex_digit(char c) {
+    if (c >= '0' && c <= '9') return c - '0';
+    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+    return -1;
+}
+
+static const char *op_raw_hash(const jval *req) {
+    const char *hex;
+    size_t hex_len;
+    if (!name(json_get(req, "bytes_hex"), &hex, &hex_len) || hex_len % 2 != 0)
+        return fail("raw_hash needs bytes_hex, an even-length hex string");
+    size_t n = hex_len / 2;
+    uint8_t *data = xmalloc(n + 1);
+    for (size_t i = 0; i < n; i++) {
+        int hi = hex_digit(hex[2 * i]), lo = hex_digit(hex[2 * i + 1]);
+        if (hi < 0 || lo < 0) {
+            free(data);
+            return fail("bytes_hex is not hexadecimal");
+        }
+        data[i] = (uint8_t)(hi << 4 | lo);
+    }
+    uint64_t h;
+    int32_t st = kvhash_raw_hash(data, n, &h);
+    free(data);
+    if (st != KVHASH_OK) return lib_error("kvhash_raw_hash", st);
+    out_str("\"hash\":");
+    out_u64(h);
     return NULL;
 }
 
@@ -350,6 +381,7 @@ static void answer(const char *line, size_t len) {
         else if (strcmp(op->text, "sequence_hashes") == 0) e = op_sequence_hashes(&req);
         else if (strcmp(op->text, "seed") == 0) e = op_seed(&req);
         else if (strcmp(op->text, "chain_step") == 0) e = op_chain_step(&req);
+        else if (strcmp(op->text, "raw_hash") == 0) e = op_raw_hash(&req);
         else if (strcmp(op->text, "index") == 0) e = op_index(&req);
         else e = fail("unknown op");
     }

@@ -29,7 +29,7 @@ func newBinding(m *wasmhost.Module) (binding, error) {
 
 func (b binding) Hello() protocol.Hello {
 	ops := []string{protocol.OpHello, protocol.OpBlockHashes, protocol.OpSequenceHashes,
-		protocol.OpSeed, protocol.OpChainStep}
+		protocol.OpSeed, protocol.OpChainStep, protocol.OpRawHash}
 	if hasIndex {
 		ops = append(ops, protocol.OpIndex)
 	}
@@ -54,6 +54,10 @@ func (b binding) SequenceHashes(blockHashes []uint64) ([]uint64, error) {
 
 func (b binding) Seed(loraName, cacheNamespace string) (uint64, error) {
 	return b.m.Seed(loraName, cacheNamespace)
+}
+
+func (b binding) RawHash(data []byte) (uint64, error) {
+	return b.m.RawHash(data)
 }
 
 func (b binding) ChainStep(parent, local uint64) (uint64, error) {
