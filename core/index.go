@@ -14,10 +14,12 @@ import (
 // prompt. Its semantics are Dynamo's RadixTree (see docs/index.md for
 // the few places where it deliberately differs).
 //
-// An Index is safe for concurrent use: FindMatches, AppendMatches, Dump,
-// Workers and Stats take a read lock and run in parallel with each other;
-// the Apply family takes the write lock. Decode events (DecodeEvent) and
-// hash prompts before calling in, outside any lock.
+// Create one with NewIndex (the zero value is not usable). An Index is
+// safe for concurrent use: FindMatches, AppendMatches, Dump, Workers and
+// Stats take a read lock and run in parallel with each other; the Apply
+// family, the clears and RemoveWorker take the write lock. Decode events
+// (DecodeEvent) and hash prompts before calling in, outside any lock.
+// docs/index.md describes the model and its measurements.
 type Index struct {
 	mu   sync.RWMutex
 	t    tree
@@ -175,10 +177,12 @@ func (x *Index) AppendMatches(dst []Match, localHashes []uint64, earlyExit bool)
 	return dst
 }
 
-// Dump returns the index as router events (one rank's blocks each, in
-// tree order). Replaying them into an empty index rebuilds the same
-// workers, blocks and matches (violation counts and modes are not part of
-// the dump).
+// Dump returns the index as router events, mostly one store of one block
+// per (worker, block) in breadth-first order, as Dynamo dumps. Replaying
+// them into an empty index rebuilds the same workers, blocks and matches
+// (violation counts and the mode are not part of the dump); see
+// docs/index.md for the events that rebuild holes and detached blocks.
+// It holds the read lock throughout, so writers wait for it.
 func (x *Index) Dump() []RouterEvent {
 	x.mu.RLock()
 	defer x.mu.RUnlock()

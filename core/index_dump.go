@@ -18,15 +18,15 @@ import (
 // Workers that hold nothing are written as a "cleared" event so that they
 // stay known.
 func (t *tree) dump() []RouterEvent {
-	d := dumper{t: t}
+	d := dumper{t: t, used: map[uint64]struct{}{}}
 	for _, wi := range t.order {
-		if len(t.workers[wi].lookup) == 0 {
+		if t.workers[wi].lookup.len() == 0 {
 			d.emit(wi, Event{Kind: EventCleared})
 		}
 	}
 	d.subtree(rootNode)
-	for n := uint32(1); n < uint32(len(t.nodes)); n++ {
-		nn := &t.nodes[n]
+	for n := uint32(1); n < uint32(int(t.slots)); n++ {
+		nn := t.node(n)
 		if nn.flags&flagLive == 0 || nn.parent != noNode {
 			continue
 		}
@@ -43,6 +43,10 @@ type dumper struct {
 	tmpLocal uint64
 	path     []uint32
 	holders  []uint32
+	used     map[uint64]struct{} // temporary names of the current store
+	// tmpOf holds each holder's name for the temporary root child while a
+	// detached subtree is written: no other temporary name may take it.
+	tmpOf map[uint32]uint64
 }
 
 func (d *dumper) emit(wi uint32, ev Event) {
@@ -62,11 +66,11 @@ func (d *dumper) subtree(top uint32) {
 		n := queue[0]
 		queue = queue[1:]
 		kids = kids[:0]
-		for c := t.nodes[n].firstChild; c != noNode; c = t.nodes[c].next {
+		for c := t.node(n).firstChild; c != noNode; c = t.node(c).next {
 			kids = append(kids, c)
 		}
 		slices.SortFunc(kids, func(a, b uint32) int {
-			la, lb := t.nodes[a].local, t.nodes[b].local
+			la, lb := t.node(a).local, t.node(b).local
 			if la < lb {
 				return -1
 			}
@@ -86,10 +90,10 @@ func (d *dumper) subtree(top uint32) {
 // with its own external hash first (so the rebuilt node keeps it).
 func (d *dumper) holdersOf(n uint32) []uint32 {
 	t := d.t
-	d.holders = t.nodes[n].set.appendMembers(&t.bitsets, d.holders[:0])
+	d.holders = t.node(n).set.appendMembers(&t.bitsets, d.holders[:0])
 	slices.SortFunc(d.holders, func(a, b uint32) int { return int(t.rank[a]) - int(t.rank[b]) })
 	for i, wi := range d.holders {
-		if t.name(n, wi) == t.nodes[n].external {
+		if t.name(n, wi) == t.node(n).external {
 			copy(d.holders[1:i+1], d.holders[:i])
 			d.holders[0] = wi
 			break
@@ -112,7 +116,7 @@ func (d *dumper) pair(wi, n uint32) {
 	ws := &t.workers[wi]
 	d.path = d.path[:0] // ancestors wi does not hold, bottom up
 	var parent *uint64
-	for a := t.nodes[n].parent; ; a = t.nodes[a].parent {
+	for a := t.node(n).parent; ; a = t.node(a).parent {
 		if a == noNode {
 			// n is in a detached subtree whose top wi does not hold: go
 			// through the temporary root child.
@@ -122,7 +126,7 @@ func (d *dumper) pair(wi, n uint32) {
 		if a == rootNode {
 			break
 		}
-		if t.nodes[a].set.has(&t.bitsets, wi) {
+		if t.node(a).set.has(&t.bitsets, wi) {
 			h := t.name(a, wi)
 			parent = &h
 			break
@@ -131,17 +135,21 @@ func (d *dumper) pair(wi, n uint32) {
 	}
 	blocks := make([]StoredBlock, 0, len(d.path)+1)
 	var temps []uint64
+	clear(d.used)
+	if h, ok := d.tmpOf[wi]; ok && len(d.path) > 0 {
+		d.used[h] = struct{}{}
+	}
 	for i := len(d.path) - 1; i >= 0; i-- {
 		a := d.path[i]
 		local, want := d.tmpLocal, uint64(0)
 		if a != noNode {
-			local, want = t.nodes[a].local, t.nodes[a].external
+			local, want = t.node(a).local, t.node(a).external
 		}
-		h := d.tempName(ws, want, parent, blocks, t.name(n, wi))
+		h := d.tempName(ws, want, parent, t.name(n, wi))
 		blocks = append(blocks, StoredBlock{BlockHash: h, TokensHash: local})
 		temps = append(temps, h)
 	}
-	blocks = append(blocks, StoredBlock{BlockHash: t.name(n, wi), TokensHash: t.nodes[n].local})
+	blocks = append(blocks, StoredBlock{BlockHash: t.name(n, wi), TokensHash: t.node(n).local})
 	d.emit(wi, Event{Kind: EventStored, ParentHash: parent, Blocks: blocks})
 	if len(temps) > 0 {
 		d.emit(wi, Event{Kind: EventRemoved, BlockHashes: temps})
@@ -149,15 +157,17 @@ func (d *dumper) pair(wi, n uint32) {
 }
 
 // tempName picks a name for wi that it uses for no node and that the
-// store does not use yet, preferring want (so no mismatch is counted).
-func (d *dumper) tempName(ws *wstate, want uint64, parent *uint64, blocks []StoredBlock, last uint64) uint64 {
+// current store does not use yet (d.used), preferring want (so that no
+// mismatch is counted on replay).
+func (d *dumper) tempName(ws *wstate, want uint64, parent *uint64, last uint64) uint64 {
 	for h := want; ; h++ {
-		if _, taken := ws.lookup[h]; taken || h == last || (parent != nil && h == *parent) {
+		if _, taken := ws.lookup.get(h); taken || h == last || (parent != nil && h == *parent) {
 			continue
 		}
-		if slices.ContainsFunc(blocks, func(b StoredBlock) bool { return b.BlockHash == h }) {
+		if _, taken := d.used[h]; taken {
 			continue
 		}
+		d.used[h] = struct{}{}
 		return h
 	}
 }
@@ -171,23 +181,21 @@ func (d *dumper) detached(n uint32) {
 	for t.child(rootNode, d.tmpLocal) != noNode {
 		d.tmpLocal++
 	}
-	type temp struct {
-		wi uint32
-		h  uint64
-	}
-	var temps []temp
+	d.tmpOf = map[uint32]uint64{}
 	for _, wi := range slices.Clone(d.holdersOf(n)) {
 		ws := &t.workers[wi]
 		name := t.name(n, wi)
-		h := d.tempName(ws, t.nodes[n].external^0x9e3779b97f4a7c15, nil, nil, name)
+		clear(d.used)
+		h := d.tempName(ws, t.node(n).external^0x9e3779b97f4a7c15, nil, name)
 		d.emit(wi, Event{Kind: EventStored, Blocks: []StoredBlock{
 			{BlockHash: h, TokensHash: d.tmpLocal},
-			{BlockHash: name, TokensHash: t.nodes[n].local},
+			{BlockHash: name, TokensHash: t.node(n).local},
 		}})
-		temps = append(temps, temp{wi, h})
+		d.tmpOf[wi] = h
 	}
 	d.subtree(n)
-	for _, tp := range temps {
-		d.emit(tp.wi, Event{Kind: EventRemoved, BlockHashes: []uint64{tp.h}})
+	for _, wi := range d.holdersOf(n) {
+		d.emit(wi, Event{Kind: EventRemoved, BlockHashes: []uint64{d.tmpOf[wi]}})
 	}
+	d.tmpOf = nil
 }

@@ -14,18 +14,18 @@ func checkInvariants(x *Index) error {
 	defer x.mu.RUnlock()
 	t := &x.t
 	free := 0
-	for n := t.free; n != noNode; n = t.nodes[n].next {
-		if t.nodes[n].flags&flagLive != 0 {
+	for n := t.free; n != noNode; n = t.node(n).next {
+		if t.node(n).flags&flagLive != 0 {
 			return fmt.Errorf("node %d is live and on the free list", n)
 		}
-		if free++; free > len(t.nodes) {
+		if free++; free > int(t.slots) {
 			return fmt.Errorf("free list has a cycle")
 		}
 	}
 	live := 0
-	for id := range t.nodes {
+	for id := range int(t.slots) {
 		n := uint32(id)
-		nn := &t.nodes[n]
+		nn := t.node(n)
 		if nn.flags&flagLive == 0 {
 			continue
 		}
@@ -36,7 +36,7 @@ func checkInvariants(x *Index) error {
 			}
 		}
 		if nn.parent != noNode {
-			if t.nodes[nn.parent].flags&flagLive == 0 {
+			if t.node(nn.parent).flags&flagLive == 0 {
 				return fmt.Errorf("node %d has a free parent", n)
 			}
 			if got := t.child(nn.parent, nn.local); got != n {
@@ -44,19 +44,19 @@ func checkInvariants(x *Index) error {
 			}
 		}
 		steps := 0
-		for a := n; a != noNode; a = t.nodes[a].parent {
-			if steps++; steps > len(t.nodes) {
+		for a := n; a != noNode; a = t.node(a).parent {
+			if steps++; steps > int(t.slots) {
 				return fmt.Errorf("node %d is on a cycle", n)
 			}
 		}
 		count, prev := 0, noNode
-		for c := nn.firstChild; c != noNode; c = t.nodes[c].next {
-			cn := &t.nodes[c]
+		for c := nn.firstChild; c != noNode; c = t.node(c).next {
+			cn := t.node(c)
 			if cn.parent != n || cn.prev != prev {
 				return fmt.Errorf("child %d of %d has parent %d, prev %d (want %d)", c, n, cn.parent, cn.prev, prev)
 			}
 			prev = c
-			if count++; count > len(t.nodes) {
+			if count++; count > int(t.slots) {
 				return fmt.Errorf("sibling list of %d has a cycle", n)
 			}
 		}
@@ -64,8 +64,8 @@ func checkInvariants(x *Index) error {
 			return fmt.Errorf("node %d: child map has %d entries, list %d", n, len(t.childMaps[nn.childMap]), count)
 		}
 	}
-	if uint64(live) != t.live || live+free+1 != len(t.nodes) {
-		return fmt.Errorf("live %d (counted %d), free %d, slots %d", t.live, live, free, len(t.nodes))
+	if uint64(live) != t.live || live+free+1 != int(t.slots) {
+		return fmt.Errorf("live %d (counted %d), free %d, slots %d", t.live, live, free, int(t.slots))
 	}
 	workers := 0
 	for wi := range t.workers {
@@ -77,13 +77,21 @@ func checkInvariants(x *Index) error {
 		if t.index[ws.w] != uint32(wi) {
 			return fmt.Errorf("worker %v is not interned as %d", ws.w, wi)
 		}
-		for h, n := range ws.lookup {
-			if t.nodes[n].flags&flagLive == 0 || !t.nodes[n].set.has(&t.bitsets, uint32(wi)) {
-				return fmt.Errorf("%v names %d node %d, which it does not hold", ws.w, h, n)
+		var err error
+		ws.lookup.each(func(h uint64, n uint32) {
+			switch {
+			case err != nil:
+			case t.node(n).flags&flagLive == 0 || !t.node(n).set.has(&t.bitsets, uint32(wi)):
+				err = fmt.Errorf("%v names %d node %d, which it does not hold", ws.w, h, n)
+			case t.name(n, uint32(wi)) != h:
+				err = fmt.Errorf("%v names node %d %d in its lookup, %d in the node", ws.w, n, h, t.name(n, uint32(wi)))
 			}
-			if got := t.name(n, uint32(wi)); got != h {
-				return fmt.Errorf("%v names node %d %d in its lookup, %d in the node", ws.w, n, h, got)
-			}
+		})
+		if err != nil {
+			return err
+		}
+		if err := checkNameTable(&ws.lookup); err != nil {
+			return fmt.Errorf("%v: %w", ws.w, err)
 		}
 	}
 	if workers != len(t.index) || workers != len(t.order) {
@@ -94,7 +102,7 @@ func checkInvariants(x *Index) error {
 	}
 	for k, h := range t.aliases {
 		n, wi := uint32(k>>32), uint32(k)
-		nn := &t.nodes[n]
+		nn := t.node(n)
 		if nn.flags&flagAlias == 0 || !nn.set.has(&t.bitsets, wi) || h == nn.external {
 			return fmt.Errorf("stale alias %d of worker %d for node %d", h, wi, n)
 		}
@@ -105,7 +113,7 @@ func checkInvariants(x *Index) error {
 // checkSet verifies node n's worker set: members sorted (inline) or
 // counted (bitset), every member a live worker whose lookup names n.
 func checkSet(t *tree, n uint32) error {
-	s := &t.nodes[n].set
+	s := t.node(n).set
 	if s.n == 0 {
 		return fmt.Errorf("node %d is live with no worker", n)
 	}
@@ -126,9 +134,31 @@ func checkSet(t *tree, n uint32) error {
 		if int(wi) >= len(t.workers) || !t.workers[wi].live {
 			return fmt.Errorf("node %d is held by dead worker %d", n, wi)
 		}
-		if got, ok := t.workers[wi].lookup[t.name(n, wi)]; !ok || got != n {
+		if got, ok := t.workers[wi].lookup.get(t.name(n, wi)); !ok || got != n {
 			return fmt.Errorf("node %d: holder %v does not name it", n, t.workers[wi].w)
 		}
+	}
+	return nil
+}
+
+// checkNameTable verifies a lookup table: its count, its load, and that
+// every key is found from its home slot without crossing an empty slot.
+func checkNameTable(m *nameTable) error {
+	n := 0
+	for i, v := range m.vals {
+		if v == 0 {
+			continue
+		}
+		n++
+		mask := len(m.keys) - 1
+		for j := m.slot(m.keys[i]); j != i; j = (j + 1) & mask {
+			if m.vals[j] == 0 {
+				return fmt.Errorf("key %d at slot %d is cut off from its home slot by empty slot %d", m.keys[i], i, j)
+			}
+		}
+	}
+	if n != m.count || 4*n > 3*len(m.keys) {
+		return fmt.Errorf("table counts %d, holds %d in %d slots", m.count, n, len(m.keys))
 	}
 	return nil
 }

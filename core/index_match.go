@@ -61,7 +61,7 @@ func (t *tree) appendMatches(dst []Match, q []uint64, earlyExit bool, sc *matchS
 		return dst
 	}
 	sc.scored = sc.scored[:0]
-	set := &t.nodes[cur].set
+	set := t.node(cur).set
 	depth := uint32(1)
 	useBits := set.n > 3
 	var count uint32
@@ -77,7 +77,7 @@ func (t *tree) appendMatches(dst []Match, q []uint64, earlyExit bool, sc *matchS
 		if next == noNode {
 			break
 		}
-		ns := &t.nodes[next].set
+		ns := t.node(next).set
 		switch {
 		case !useBits:
 			kept := sc.small[:0]
@@ -161,7 +161,7 @@ func (t *tree) appendScored(dst []Match, sc *matchScratch) []Match {
 		}
 		for _, e := range s {
 			ws := &t.workers[e.wi]
-			dst = append(dst, Match{Worker: ws.w, Score: e.score, TreeSize: uint64(len(ws.lookup))})
+			dst = append(dst, Match{Worker: ws.w, Score: e.score, TreeSize: uint64(ws.lookup.len())})
 		}
 		return dst
 	}
@@ -174,7 +174,7 @@ func (t *tree) appendScored(dst []Match, sc *matchScratch) []Match {
 	for _, wi := range t.order {
 		if s := sc.byIndex[wi]; s != 0 {
 			ws := &t.workers[wi]
-			dst = append(dst, Match{Worker: ws.w, Score: s, TreeSize: uint64(len(ws.lookup))})
+			dst = append(dst, Match{Worker: ws.w, Score: s, TreeSize: uint64(ws.lookup.len())})
 			sc.byIndex[wi] = 0
 		}
 	}

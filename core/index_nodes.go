@@ -1,8 +1,8 @@
 package core
 
-// Nodes live in one slice and refer to each other by index, so the tree
-// holds no Go pointers for the garbage collector to trace and a node costs
-// 56 bytes. Children are an intrusive doubly linked sibling list: most
+// Nodes live in fixed-size pages and refer to each other by index, so the
+// tree holds almost no Go pointers for the garbage collector to trace, a
+// node costs 56 bytes, and growing never copies the nodes already there. Children are an intrusive doubly linked sibling list: most
 // nodes of a prefix tree have one child, found by comparing one local hash.
 // A node with more than childMapMin children also indexes them in a
 // map[local hash]node, so the root and other wide branch points stay O(1).
@@ -24,6 +24,18 @@ const (
 	flagLive
 )
 
+const (
+	nodePageBits = 12
+	nodePageSize = 1 << nodePageBits
+)
+
+type nodePage [nodePageSize]node
+
+// node returns node id; ids below tree.slots are valid.
+func (t *tree) node(id uint32) *node {
+	return &t.pages[id>>nodePageBits][id&(nodePageSize-1)]
+}
+
 type node struct {
 	external   uint64 // the external hash of the first worker that stored it
 	local      uint64 // its local hash: its key under its parent
@@ -37,7 +49,7 @@ type node struct {
 
 // child returns p's child under local hash h, or noNode.
 func (t *tree) child(p uint32, h uint64) uint32 {
-	n := &t.nodes[p]
+	n := t.node(p)
 	if n.childMap != 0 {
 		if c, ok := t.childMaps[n.childMap][h]; ok {
 			return c
@@ -45,7 +57,7 @@ func (t *tree) child(p uint32, h uint64) uint32 {
 		return noNode
 	}
 	for c := n.firstChild; c != noNode; {
-		cn := &t.nodes[c]
+		cn := t.node(c)
 		if cn.local == h {
 			return c
 		}
@@ -54,18 +66,20 @@ func (t *tree) child(p uint32, h uint64) uint32 {
 	return noNode
 }
 
-// newNode takes a node from the free list or grows the slice. Pointers
-// into t.nodes do not survive it.
+// newNode takes a node from the free list or the next unused slot.
 func (t *tree) newNode(external, local uint64) uint32 {
 	var id uint32
 	if t.free != noNode {
 		id = t.free
-		t.free = t.nodes[id].next
+		t.free = t.node(id).next
 	} else {
-		t.nodes = append(t.nodes, node{})
-		id = uint32(len(t.nodes) - 1)
+		if int(t.slots) == len(t.pages)*nodePageSize {
+			t.pages = append(t.pages, new(nodePage))
+		}
+		id = t.slots
+		t.slots++
 	}
-	t.nodes[id] = node{external: external, local: local, parent: noNode,
+	*t.node(id) = node{external: external, local: local, parent: noNode,
 		firstChild: noNode, next: noNode, prev: noNode, flags: flagLive}
 	t.live++
 	return id
@@ -73,12 +87,12 @@ func (t *tree) newNode(external, local uint64) uint32 {
 
 // link makes c (detached) p's child under c's local hash.
 func (t *tree) link(p, c uint32) {
-	pn, cn := &t.nodes[p], &t.nodes[c]
+	pn, cn := t.node(p), t.node(c)
 	cn.parent = p
 	cn.prev = noNode
 	cn.next = pn.firstChild
 	if pn.firstChild != noNode {
-		t.nodes[pn.firstChild].prev = c
+		t.node(pn.firstChild).prev = c
 	}
 	pn.firstChild = c
 	if pn.childMap != 0 {
@@ -86,7 +100,7 @@ func (t *tree) link(p, c uint32) {
 		return
 	}
 	count := 0
-	for s := pn.firstChild; s != noNode && count <= childMapMin; s = t.nodes[s].next {
+	for s := pn.firstChild; s != noNode && count <= childMapMin; s = t.node(s).next {
 		count++
 	}
 	if count > childMapMin {
@@ -104,14 +118,14 @@ func (t *tree) indexChildren(p uint32) {
 		id = uint32(len(t.childMaps) - 1)
 	}
 	m := t.childMaps[id]
-	for c := t.nodes[p].firstChild; c != noNode; c = t.nodes[c].next {
-		m[t.nodes[c].local] = c
+	for c := t.node(p).firstChild; c != noNode; c = t.node(c).next {
+		m[t.node(c).local] = c
 	}
-	t.nodes[p].childMap = id
+	t.node(p).childMap = id
 }
 
 func (t *tree) dropChildMap(p uint32) {
-	pn := &t.nodes[p]
+	pn := t.node(p)
 	if pn.childMap == 0 {
 		return
 	}
@@ -127,19 +141,19 @@ func (t *tree) dropChildMap(p uint32) {
 
 // unlink detaches c from its parent.
 func (t *tree) unlink(c uint32) {
-	cn := &t.nodes[c]
+	cn := t.node(c)
 	p := cn.parent
 	if p == noNode {
 		return
 	}
-	pn := &t.nodes[p]
+	pn := t.node(p)
 	if cn.prev != noNode {
-		t.nodes[cn.prev].next = cn.next
+		t.node(cn.prev).next = cn.next
 	} else {
 		pn.firstChild = cn.next
 	}
 	if cn.next != noNode {
-		t.nodes[cn.next].prev = cn.prev
+		t.node(cn.next).prev = cn.prev
 	}
 	if pn.childMap != 0 {
 		delete(t.childMaps[pn.childMap], cn.local)
@@ -154,14 +168,14 @@ func (t *tree) unlink(c uint32) {
 // children become detached (they keep their own holders and subtrees).
 func (t *tree) freeNode(n uint32) {
 	t.unlink(n)
-	for c := t.nodes[n].firstChild; c != noNode; {
-		cn := &t.nodes[c]
+	for c := t.node(n).firstChild; c != noNode; {
+		cn := t.node(c)
 		next := cn.next
 		cn.parent, cn.next, cn.prev = noNode, noNode, noNode
 		c = next
 	}
 	t.dropChildMap(n)
-	nn := &t.nodes[n]
+	nn := t.node(n)
 	nn.set.release(&t.bitsets)
 	*nn = node{parent: noNode, firstChild: noNode, prev: noNode, next: t.free}
 	t.free = n
@@ -172,7 +186,7 @@ func (t *tree) freeNode(n uint32) {
 // top returns the highest ancestor of n: rootNode when n is attached.
 func (t *tree) top(n uint32) uint32 {
 	for {
-		p := t.nodes[n].parent
+		p := t.node(n).parent
 		if p == noNode {
 			return n
 		}

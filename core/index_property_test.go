@@ -386,3 +386,21 @@ func requireSameStats(t *testing.T, want, got Stats) {
 	}
 	require.Equal(t, want, got)
 }
+
+// The same events give the same dump, event for event: a dump is how a
+// router hands its tree to another, and two routers (or two bindings)
+// that saw the same events must be comparable line by line.
+func TestDumpIsDeterministic(t *testing.T) {
+	for _, seed := range []uint64{11, 12, 13} {
+		g := newEventGen(seed, wideShape)
+		m := newModel()
+		x := NewIndex(IndexOptions{Mode: ModeWarn})
+		y := NewIndex(IndexOptions{Mode: ModeWarn})
+		for range 4000 {
+			op := g.next(m)
+			applyOp(x, op, m)
+			applyOp(y, op, nil)
+		}
+		require.Equal(t, x.Dump(), y.Dump(), "seed %d", seed)
+	}
+}

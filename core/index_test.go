@@ -348,3 +348,48 @@ func TestStabilityErrorMessages(t *testing.T) {
 	}
 	assert.Equal(t, "violation_9", Violation(9).String())
 }
+
+// TestDumpRebuildsHolesAndDetachedSubtrees dumps an index where workers
+// hold blocks without their parents (removal does not cascade), inside a
+// detached subtree, with names chosen so that the dump's temporary names
+// collide with real ones unless it avoids them.
+func TestDumpRebuildsHolesAndDetachedSubtrees(t *testing.T) {
+	const d uint64 = 2
+	const e = d ^ 0x9e3779b97f4a7c15 // the name the dump first tries for d's stand-in parent
+	chainABCD := blocksOf(1, 10, d, 11, e, 12, 4, 13)
+	x := NewIndex(IndexOptions{Mode: ModeWarn})
+	for _, w := range []Worker{w1, w2, w3} {
+		require.NoError(t, x.ApplyStored(w, 1, nil, chainABCD))
+	}
+	require.NoError(t, x.ApplyRemoved(w2, 2, []uint64{e}))
+	require.NoError(t, x.ApplyRemoved(w3, 2, []uint64{d, e}))
+	for _, w := range []Worker{w1, w2, w3} {
+		require.NoError(t, x.ApplyRemoved(w, 3, []uint64{1}))
+	}
+	// Block 1 is gone; d heads a detached subtree that w3 holds only the
+	// bottom of.
+	assert.Empty(t, scoresOf(x, []uint64{10, 11}, false))
+	require.NoError(t, x.ApplyStored(w3, 4, nil, blocksOf(1, 10)))
+	x.ClearWorker(Worker{ID: 9}) // known, holding nothing
+
+	y := replay(t, x.Dump())
+	require.NoError(t, checkInvariants(y))
+	assert.Equal(t, blocksByWorker(x), blocksByWorker(y))
+	assert.Equal(t, x.Stats().Nodes, y.Stats().Nodes)
+	// Both go on alike: re-attaching the detached subtree under block 1.
+	for _, z := range []*Index{x, y} {
+		require.NoError(t, z.ApplyStored(w1, 5, nil, blocksOf(1, 10)))
+		require.NoError(t, z.ApplyStored(w1, 6, u64(1), blocksOf(d, 11)))
+	}
+	q := []uint64{10, 11, 12, 13}
+	assert.Equal(t, map[Worker]uint32{w1: 4, w3: 1}, scoresOf(x, q, false))
+	assert.Equal(t, x.AppendMatches(nil, q, false), y.AppendMatches(nil, q, false))
+}
+
+func blocksByWorker(x *Index) map[Worker]uint64 {
+	out := map[Worker]uint64{}
+	for _, ws := range x.Stats().Workers {
+		out[ws.Worker] = ws.Blocks
+	}
+	return out
+}

@@ -1,13 +1,15 @@
 package core
 
 import (
+	"math/bits"
 	"slices"
 )
 
 // tree is the index state. Every method runs under Index.mu: the
 // mutating ones under the write lock, the rest under the read lock.
 type tree struct {
-	nodes     []node
+	pages     []*nodePage
+	slots     uint32 // node ids handed out so far
 	free      uint32 // head of the free node list
 	live      uint64 // nodes in use, root excluded
 	childMaps []map[uint64]uint32
@@ -30,7 +32,7 @@ type tree struct {
 	// top of the current store's chain, cached for the cycle check.
 	topCache uint32
 	topValid bool
-	dedup    []uint64 // scratch for the self-reference check
+	seen     hashSet // scratch for the self-reference check
 }
 
 // wstate is one worker rank: its lookup from its external hashes to the
@@ -39,7 +41,7 @@ type wstate struct {
 	w          Worker
 	live       bool
 	unstable   bool
-	lookup     map[uint64]uint32
+	lookup     nameTable
 	violations [NumViolations]uint64
 }
 
@@ -68,7 +70,7 @@ func (t *tree) intern(w Worker) uint32 {
 		t.rank = append(t.rank, 0)
 		wi = uint32(len(t.workers) - 1)
 	}
-	t.workers[wi] = wstate{w: w, live: true, lookup: map[uint64]uint32{}}
+	t.workers[wi] = wstate{w: w, live: true}
 	t.index[w] = wi
 	pos, _ := slices.BinarySearchFunc(t.order, w, func(o uint32, w Worker) int { return t.workers[o].w.Compare(w) })
 	t.order = slices.Insert(t.order, pos, wi)
@@ -86,7 +88,7 @@ func (t *tree) rerank(pos int) {
 
 // name returns worker wi's external hash for node n, which it holds.
 func (t *tree) name(n, wi uint32) uint64 {
-	nn := &t.nodes[n]
+	nn := t.node(n)
 	if nn.flags&flagAlias != 0 {
 		if h, ok := t.aliases[aliasKey(n, wi)]; ok {
 			return h
@@ -105,9 +107,10 @@ func (t *tree) violation(wi uint32, r *report, kind Violation, hash, nodeHash ui
 	r.add(kind, hash, nodeHash)
 }
 
-// selfReference returns a hash that the store repeats, if any.
+// selfReference returns a hash that the store repeats, if any: a block
+// equal to its parent or to another block of the store.
 func (t *tree) selfReference(parent *uint64, blocks []StoredBlock) (uint64, bool) {
-	if len(blocks) <= 32 {
+	if len(blocks) <= 16 {
 		for i := range blocks {
 			h := blocks[i].BlockHash
 			if parent != nil && h == *parent {
@@ -121,20 +124,59 @@ func (t *tree) selfReference(parent *uint64, blocks []StoredBlock) (uint64, bool
 		}
 		return 0, false
 	}
-	t.dedup = t.dedup[:0]
+	seen := &t.seen
+	seen.begin(len(blocks) + 1)
 	if parent != nil {
-		t.dedup = append(t.dedup, *parent)
+		seen.add(*parent)
 	}
 	for i := range blocks {
-		t.dedup = append(t.dedup, blocks[i].BlockHash)
-	}
-	slices.Sort(t.dedup)
-	for i := 1; i < len(t.dedup); i++ {
-		if t.dedup[i] == t.dedup[i-1] {
-			return t.dedup[i], true
+		if !seen.add(blocks[i].BlockHash) {
+			return blocks[i].BlockHash, true
 		}
 	}
 	return 0, false
+}
+
+// hashSet is a scratch set of hashes for one store's self-reference
+// check: linear probing over slots stamped with a generation, so that
+// starting a new check is O(1) rather than a clear.
+type hashSet struct {
+	keys  []uint64
+	stamp []uint32
+	gen   uint32
+	shift uint8
+}
+
+// begin empties the set, sized for n hashes.
+func (s *hashSet) begin(n int) {
+	size := max(32, 1<<bits.Len(uint(2*n)))
+	if len(s.keys) < size {
+		s.keys = make([]uint64, size)
+		s.stamp = make([]uint32, size)
+		s.gen = 0
+	}
+	s.shift = uint8(64 - bits.TrailingZeros(uint(len(s.keys))))
+	s.gen++
+	if s.gen == 0 { // wrapped: old stamps could look current
+		clear(s.stamp)
+		s.gen = 1
+	}
+}
+
+// add inserts h and reports whether it was new.
+func (s *hashSet) add(h uint64) bool {
+	mask := len(s.keys) - 1
+	k := h ^ h>>33
+	k *= 0xff51afd7ed558ccd
+	for i := int((k ^ k>>33) >> s.shift); ; i = (i + 1) & mask {
+		if s.stamp[i] != s.gen {
+			s.stamp[i], s.keys[i] = s.gen, h
+			return true
+		}
+		if s.keys[i] == h {
+			return false
+		}
+	}
 }
 
 func (t *tree) stored(w Worker, _ uint64, parent *uint64, blocks []StoredBlock, r *report) {
@@ -145,7 +187,7 @@ func (t *tree) stored(w Worker, _ uint64, parent *uint64, blocks []StoredBlock, 
 	}
 	cur := rootNode
 	if parent != nil {
-		p, ok := t.workers[wi].lookup[*parent]
+		p, ok := t.workers[wi].lookup.get(*parent)
 		if !ok {
 			t.violation(wi, r, ViolationParentNotFound, *parent, 0)
 			return
@@ -153,28 +195,35 @@ func (t *tree) stored(w Worker, _ uint64, parent *uint64, blocks []StoredBlock, 
 		cur = p
 	}
 	t.topValid = false
+	lookup := &t.workers[wi].lookup
 	for i := range blocks {
 		x, l := blocks[i].BlockHash, blocks[i].TokensHash
 		n := t.child(cur, l)
+		old, named := lookup.get(x)
 		switch {
 		case n != noNode:
-			if ext := t.nodes[n].external; ext != x {
+			if ext := t.node(n).external; ext != x {
 				t.violation(wi, r, ViolationHashMismatch, x, ext)
 			}
+		case named && t.node(old).parent == noNode && old != t.chainTop(cur):
+			// The worker still holds this block under a parent that was
+			// dropped (it is detached): re-attach it here, as Dynamo does,
+			// unless that would close a cycle.
+			t.node(old).local = l
+			t.link(cur, old)
+			n = old
 		default:
-			// The worker may still hold this block under a parent that was
-			// dropped (detached): re-attach it here, as Dynamo does, unless
-			// that would close a cycle.
-			if old, ok := t.workers[wi].lookup[x]; ok && t.nodes[old].parent == noNode && old != t.chainTop(cur) {
-				t.nodes[old].local = l
-				t.link(cur, old)
-				n = old
-			} else {
-				n = t.newNode(x, l)
-				t.link(cur, n)
-			}
+			n = t.newNode(x, l)
+			t.link(cur, n)
 		}
-		t.bind(wi, n, x, r)
+		if named && old == n {
+			t.violation(wi, r, ViolationDuplicateStore, x, 0)
+		} else {
+			if named {
+				t.release(wi, old)
+			}
+			t.bind(wi, n, x)
+		}
 		cur = n
 	}
 }
@@ -190,32 +239,21 @@ func (t *tree) chainTop(cur uint32) uint32 {
 	return t.topCache
 }
 
-// bind records that worker wi holds node n under external hash x. The
-// worker's names stay one-to-one with its nodes: a name it used for
-// another node moves here (it leaves that node), and a node it held under
-// another name is renamed.
-func (t *tree) bind(wi, n uint32, x uint64, r *report) {
+// bind records that worker wi holds node n under external hash x, which
+// names no node of wi. The worker's names stay one-to-one with its nodes:
+// a node it held under another name is renamed. (A name that named
+// another node was released from it first: the worker leaves that node.)
+func (t *tree) bind(wi, n uint32, x uint64) {
 	ws := &t.workers[wi]
-	holds := t.nodes[n].set.has(&t.bitsets, wi)
-	var prev uint64
-	if holds {
-		prev = t.name(n, wi)
-		if prev == x {
-			t.violation(wi, r, ViolationDuplicateStore, x, 0)
-			return
-		}
-	}
-	if old, ok := ws.lookup[x]; ok && old != n {
-		t.release(wi, old)
-	}
-	if holds {
-		delete(ws.lookup, prev)
+	nn := t.node(n)
+	if nn.set.has(&t.bitsets, wi) {
+		ws.lookup.del(t.name(n, wi))
 		delete(t.aliases, aliasKey(n, wi))
 	} else {
-		t.nodes[n].set.add(&t.bitsets, wi)
+		nn.set.add(&t.bitsets, wi)
 	}
-	ws.lookup[x] = n
-	if nn := &t.nodes[n]; x != nn.external {
+	ws.lookup.put(x, n)
+	if x != nn.external {
 		nn.flags |= flagAlias
 		t.aliases[aliasKey(n, wi)] = x
 	}
@@ -223,13 +261,13 @@ func (t *tree) bind(wi, n uint32, x uint64, r *report) {
 
 // release makes worker wi leave node n; a node no worker holds is freed.
 func (t *tree) release(wi, n uint32) {
-	delete(t.workers[wi].lookup, t.name(n, wi))
+	t.workers[wi].lookup.del(t.name(n, wi))
 	t.leave(wi, n)
 }
 
 // leave removes wi from n's holders (not from wi's lookup).
 func (t *tree) leave(wi, n uint32) {
-	nn := &t.nodes[n]
+	nn := t.node(n)
 	if nn.flags&flagAlias != 0 {
 		delete(t.aliases, aliasKey(n, wi))
 	}
@@ -242,12 +280,12 @@ func (t *tree) leave(wi, n uint32) {
 func (t *tree) removed(w Worker, _ uint64, hashes []uint64, r *report) {
 	wi := t.intern(w)
 	for _, h := range hashes {
-		n, ok := t.workers[wi].lookup[h]
+		n, ok := t.workers[wi].lookup.get(h)
 		if !ok {
 			t.violation(wi, r, ViolationBlockNotFound, h, 0)
 			continue
 		}
-		delete(t.workers[wi].lookup, h)
+		t.workers[wi].lookup.del(h)
 		t.leave(wi, n)
 	}
 }
@@ -255,14 +293,8 @@ func (t *tree) removed(w Worker, _ uint64, hashes []uint64, r *report) {
 // clear drops every block of worker wi and its unstable mark.
 func (t *tree) clear(wi uint32) {
 	ws := &t.workers[wi]
-	for _, n := range ws.lookup {
-		t.leave(wi, n)
-	}
-	if len(ws.lookup) > 1024 {
-		ws.lookup = map[uint64]uint32{} // let a large table's memory go
-	} else {
-		clear(ws.lookup)
-	}
+	ws.lookup.each(func(_ uint64, n uint32) { t.leave(wi, n) })
+	ws.lookup.reset()
 	ws.unstable = false
 }
 
@@ -309,7 +341,7 @@ func (t *tree) stats() Stats {
 	s := Stats{Nodes: t.live, Violations: t.totals, Workers: make([]WorkerStats, len(t.order))}
 	for i, wi := range t.order {
 		ws := &t.workers[wi]
-		s.Workers[i] = WorkerStats{Worker: ws.w, Blocks: uint64(len(ws.lookup)), Unstable: ws.unstable, Violations: ws.violations}
+		s.Workers[i] = WorkerStats{Worker: ws.w, Blocks: uint64(ws.lookup.len()), Unstable: ws.unstable, Violations: ws.violations}
 	}
 	return s
 }

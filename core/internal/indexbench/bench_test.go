@@ -62,6 +62,10 @@ func loadPrompts(b *testing.B) []Prompt {
 //	route-p50-ns route-p99-ns latency of the routing queries (whole
 //	              prompts, median 724 blocks) during the replay
 //	heap-B/pair   live heap of the index per stored (worker, block) pair
+//
+// and, to describe the workload, the final pairs and nodes, the blocks
+// stored, removed and matched per replay, and the share of matched
+// blocks that were cached on the chosen worker (hit-%).
 func BenchmarkTraceReplay(b *testing.B) {
 	for _, cfg := range []struct{ workers, capacity int }{{16, 32768}, {128, 8192}} {
 		b.Run(fmt.Sprintf("workers=%d", cfg.workers), func(b *testing.B) {
@@ -78,7 +82,7 @@ func BenchmarkTraceReplay(b *testing.B) {
 			var indexTime, applyTime time.Duration
 			var blockOps, applyBlocks int
 			var route, lat []int64
-			var heapPerPair, pairs float64
+			var heapPerPair, pairs, nodes float64
 			b.ResetTimer()
 			for range b.N {
 				var before, after runtime.MemStats
@@ -102,6 +106,7 @@ func BenchmarkTraceReplay(b *testing.B) {
 					pairs += float64(ws.Blocks)
 				}
 				heapPerPair = float64(int64(after.HeapAlloc)-int64(before.HeapAlloc)) / pairs
+				nodes = float64(x.Stats().Nodes)
 
 				lat = append(lat, queryLatencies(x, ps, 64, 5)...)
 				runtime.KeepAlive(x)
@@ -114,6 +119,11 @@ func BenchmarkTraceReplay(b *testing.B) {
 			b.ReportMetric(float64(Percentile(route, 99)), "route-p99-ns")
 			b.ReportMetric(heapPerPair, "heap-B/pair")
 			b.ReportMetric(pairs, "pairs")
+			b.ReportMetric(nodes, "nodes")
+			b.ReportMetric(float64(rec.Stored), "stored-blocks")
+			b.ReportMetric(float64(rec.Removed), "removed-blocks")
+			b.ReportMetric(float64(rec.Matched), "matched-blocks")
+			b.ReportMetric(100*float64(rec.Hits)/float64(rec.Matched), "hit-%")
 		})
 	}
 }
