@@ -32,7 +32,7 @@ for path in (str(SRC), str(ORACLE_DIR)):
         sys.path.insert(0, path)
 
 # No example database in the checkout; CI-sized example counts.
-settings.register_profile("kvhash", database=None, deadline=None, max_examples=60)
+settings.register_profile("kvhash", database=None, deadline=None, max_examples=100)
 settings.load_profile("kvhash")
 
 BACKENDS = ("native", "wasm")

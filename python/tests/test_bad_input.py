@@ -202,3 +202,38 @@ def test_native_uses_cdll_so_the_gil_is_released():
 
     lib = native.backend._lib
     assert isinstance(lib, ctypes.CDLL) and not isinstance(lib, ctypes.PyDLL)
+
+
+def test_unknown_backend_name_is_an_import_error():
+    import os
+    import subprocess
+    import sys
+
+    from conftest import SRC
+
+    env = dict(os.environ, KVHASH_BACKEND="cuda", PYTHONPATH=str(SRC))
+    res = subprocess.run([sys.executable, "-c", "import kvhash"], env=env, capture_output=True, text=True)
+    assert res.returncode != 0
+    assert "ImportError" in res.stderr and "KVHASH_BACKEND" in res.stderr
+
+
+def test_raw_hash_arguments(kv):
+    with pytest.raises(TypeError):
+        kv.raw_hash("test data")
+    with pytest.raises(TypeError):
+        kv.raw_hash(5)
+    with pytest.raises(TypeError):
+        kv.raw_hash([1, 2])
+    with pytest.raises(TypeError, match="contiguous"):
+        kv.raw_hash(np.arange(16, dtype=np.uint8)[::2])
+    # Any contiguous buffer is read as its bytes.
+    assert kv.raw_hash(np.frombuffer(b"test data", dtype=np.uint8)) == 13226331709069118873
+
+
+def test_one_call_hashes_check_arguments_like_block_hashes(kv):
+    with pytest.raises(TypeError, match="unsigned 32-bit"):
+        kv.block_and_sequence_hashes(array.array("H", [1, 2]), 1)
+    with pytest.raises(OverflowError):
+        kv.block_and_sequence_hashes([-1], 1)
+    with pytest.raises(kvhash.InvalidArgumentError):
+        kv.block_and_sequence_hashes([1, 2, 3, 4], 2, mm_hashes=[None, None, None])

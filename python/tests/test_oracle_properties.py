@@ -67,6 +67,22 @@ def test_every_buffer_kind_gives_the_same_hashes(kv, tokens, block_size):
     assert kv.block_hashes(np.concatenate([[9, 9], npa]).astype(np.uint32)[2:], block_size).tolist() == want
 
 
+@given(prompts())
+def test_one_call_block_and_sequence_hashes_match_oracle(kv, p):
+    tokens, block_size, lora, ns, eagle, mm = p
+    want = oracle.block_hashes(tokens, block_size, lora_name=lora, cache_namespace=ns, eagle=eagle, mm_hashes=mm)
+    local, seq = kv.block_and_sequence_hashes(
+        np.asarray(tokens, dtype=np.uint32), block_size, lora_name=lora, cache_namespace=ns, is_eagle=eagle, mm_hashes=mm
+    )
+    assert local.tolist() == want
+    assert seq.tolist() == oracle.sequence_hashes(want)
+
+
+@given(st.binary(max_size=300))
+def test_raw_hash_matches_oracle(kv, data):
+    assert kv.raw_hash(data) == oracle.raw_hash(data)
+
+
 @given(NAMES, NAMES)
 def test_seed_matches_oracle(kv, lora, ns):
     assert kv.seed(lora, ns) == oracle.seed(lora, ns)

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import gc
 import json
+import sys
 import threading
+import time
 from concurrent.futures import ThreadPoolExecutor
 
 import kvhash_oracle as oracle
@@ -119,3 +122,64 @@ def test_error_messages_stay_with_their_thread(kv):
             assert "block size" in msg and "multimodal" not in msg
         else:
             assert "multimodal" in msg
+
+
+def test_trees_collected_in_the_middle_of_calls_do_not_deadlock(kv):
+    # A tree in a reference cycle is freed by the cyclic GC, which may run
+    # inside another call of the same thread (while the wasm backend holds
+    # its lock). Run in a daemon thread so that a deadlock fails the test
+    # instead of hanging the run.
+    def churn():
+        old = gc.get_threshold()
+        gc.set_threshold(1)
+        try:
+            for i in range(300):
+                tree = kv.RadixTree()
+                tree.cycle = tree
+                del tree
+                kv.block_hashes([1, 2, 3, 4, 5, 6, 7, 8], 4, mm_hashes=[[i], None])
+        finally:
+            gc.set_threshold(*old)
+        gc.collect()
+        return kv.compute_block_hash_for_seq([1, 2, 3, 4], 4)
+
+    result = []
+    t = threading.Thread(target=lambda: result.append(churn()), daemon=True)
+    t.start()
+    t.join(timeout=60)
+    assert not t.is_alive(), "deadlock: a collected tree's free waited for a lock its own thread held"
+    assert result == [[14643705804678351452]]
+
+
+def test_native_calls_release_the_gil():
+    # A worker thread makes several long library calls while the main
+    # thread spins. The switch interval is longer than all the worker's
+    # calls together, so the interpreter never takes the GIL from the
+    # worker: the main thread can run before the worker is done only if the
+    # GIL is released inside the calls (CDLL). With PyDLL it counts 0.
+    import kvhash._native as native
+
+    tokens = np.zeros(16 * 1024 * 1024, dtype=np.uint32)
+    native.block_hashes(tokens, 16)  # fault the pages in outside the measurement
+    started = threading.Event()
+    done = threading.Event()
+
+    def work():
+        started.set()
+        for _ in range(6):
+            native.block_hashes(tokens, 16)
+        done.set()
+
+    old = sys.getswitchinterval()
+    sys.setswitchinterval(0.1)
+    try:
+        t = threading.Thread(target=work)
+        t.start()
+        started.wait()
+        spins = 0
+        while not done.is_set():
+            spins += 1
+        t.join()
+    finally:
+        sys.setswitchinterval(old)
+    assert spins > 1000, spins

@@ -46,9 +46,8 @@ def _block_mm_infos(mm):
 
 
 def _raw_as_tokens(case):
-    """A raw case is expressible through the ABI when its bytes are whole
-    little-endian u32 tokens (one block of them). The ABI has no raw-bytes
-    hash, so other lengths are for bindings with their own XXH3."""
+    """The raw bytes as one block of little-endian u32 tokens, when they are
+    whole tokens: their block hash must be the raw hash too."""
     data = bytes.fromhex(case["bytes_hex"])
     if len(data) == 0 or len(data) % 4:
         return None
@@ -101,6 +100,15 @@ def test_vector(backend, case):
         assert buf.tolist() == want_local
         seq = kv.sequence_hashes(buf)
         assert seq.tolist() == want_seq
+        both = kv.block_and_sequence_hashes(
+            case["tokens"],
+            case["block_size"],
+            lora_name=opts["lora_name"],
+            cache_namespace=opts["cache_namespace"],
+            is_eagle=opts["eagle"],
+            mm_hashes=mm,
+        )
+        assert [both[0].tolist(), both[1].tolist()] == [want_local, want_seq]
         npout = kv.block_hashes(
             np.asarray(case["tokens"], dtype=np.uint32),
             case["block_size"],
@@ -118,6 +126,15 @@ def test_vector(backend, case):
         with pytest.raises(ValueError):
             kv.block_hashes(
                 case["tokens"],
+                case["block_size"],
+                lora_name=opts["lora_name"],
+                cache_namespace=opts["cache_namespace"],
+                is_eagle=opts["eagle"],
+                mm_hashes=_mm(opts),
+            )
+        with pytest.raises(ValueError):
+            kv.block_and_sequence_hashes(
+                np.asarray(case["tokens"], dtype=np.uint32),
                 case["block_size"],
                 lora_name=opts["lora_name"],
                 cache_namespace=opts["cache_namespace"],
@@ -150,6 +167,10 @@ def test_vector(backend, case):
         for i in range(1, len(local)):
             assert kv.chain_step(want[i - 1], local[i]) == want[i]
     elif kind == "raw":
+        data = bytes.fromhex(case["bytes_hex"])
+        assert kv.raw_hash(data) == int(case["hash"])
+        assert kv.raw_hash(bytearray(data)) == int(case["hash"])
+        # Whole u32 tokens hash the same as one block of them.
         tokens = _raw_as_tokens(case)
         if tokens is not None:
             assert kv.block_hashes(tokens, len(tokens)).tolist() == [int(case["hash"])]

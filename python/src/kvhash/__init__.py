@@ -47,6 +47,8 @@ compute_block_hash_for_seq_py = _bound.compute_block_hash_for_seq
 compute_seq_hash_for_block = _bound.compute_seq_hash_for_block
 block_hashes = _bound.block_hashes
 sequence_hashes = _bound.sequence_hashes
+block_and_sequence_hashes = _bound.block_and_sequence_hashes
+raw_hash = _bound.raw_hash
 block_count = _bound.block_count
 seed = _bound.seed
 chain_step = _bound.chain_step
@@ -62,6 +64,8 @@ __all__ = [
     "compute_seq_hash_for_block",
     "block_hashes",
     "sequence_hashes",
+    "block_and_sequence_hashes",
+    "raw_hash",
     "block_count",
     "seed",
     "chain_step",

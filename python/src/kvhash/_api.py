@@ -21,7 +21,7 @@ import weakref
 from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple, Union
 
 from ._backend import Backend
-from ._errors import BufferTooSmall, InternalError
+from ._errors import BufferTooSmall, InternalError, InvalidArgumentError
 
 _U32_LIMIT = 1 << 32
 _U64_LIMIT = 1 << 64
@@ -115,8 +115,11 @@ def _check_view(mv: memoryview, itemsize: int, what: str) -> memoryview:
         fmt = fmt[1:]
     problem = None
     if mv.itemsize != itemsize or fmt not in _UNSIGNED_CODES[itemsize]:
-        problem = "expected a buffer of unsigned %d-bit integers (format %r, itemsize %d), got format %r with itemsize %d" % (
-            itemsize * 8, "I" if itemsize == 4 else "Q", itemsize, mv.format, mv.itemsize
+        problem = "expected a buffer of unsigned %d-bit integers (format %r), got format %r, itemsize %d" % (
+            itemsize * 8,
+            "I" if itemsize == 4 else "Q",
+            mv.format,
+            mv.itemsize,
         )
     elif mv.ndim != 1:
         problem = "expected a 1-dimensional buffer, got %d dimensions" % mv.ndim
@@ -598,6 +601,75 @@ class API:
             tok.release()
         return _truncate(out, n)
 
+    def block_and_sequence_hashes(
+        self,
+        tokens: Tokens,
+        block_size: int,
+        *,
+        lora_name: Optional[str] = None,
+        cache_namespace: Optional[str] = None,
+        is_eagle: bool = False,
+        mm_hashes: Optional[Sequence[Optional[Sequence[int]]]] = None,
+    ):
+        """``block_hashes`` and ``sequence_hashes`` in one library call (one
+        pass over the tokens): returns ``(local, sequence)``, each
+        ``array('Q')`` (numpy uint64 for a numpy input). Same arguments as
+        ``block_hashes``."""
+        tok = _u32_view(tokens, "tokens")
+        try:
+            size = _i64(block_size, "block_size")
+            lora = _name(lora_name, "lora_name")
+            ns = _name(cache_namespace, "cache_namespace")
+            eagle = _bool(is_eagle, "is_eagle")
+            mm, counts = _mm_arrays(mm_hashes)
+            like_numpy = _is_numpy(tokens)
+            backend = self.backend
+            capacity = len(tok) // size if size > 0 else 0  # a hint, as in block_hashes
+            while True:
+                local = _new_u64(capacity, like_numpy)
+                seq = _new_u64(capacity, like_numpy)
+                lv, sv = memoryview(local), memoryview(seq)
+                try:
+                    n = backend.block_and_sequence_hashes(tok, size, lora, ns, eagle, mm, counts, lv, sv)
+                except BufferTooSmall as e:
+                    if e.needed <= capacity:
+                        raise InternalError(
+                            "library reported a buffer too small for %d items with capacity %d" % (e.needed, capacity)
+                        ) from None
+                    capacity = e.needed
+                    continue
+                finally:
+                    lv.release()
+                    sv.release()
+                break
+        finally:
+            tok.release()
+        return _truncate(local, n), _truncate(seq, n)
+
+    def raw_hash(self, data: Any) -> int:
+        """XXH3-64 with the spec seed (1337) of raw bytes: any C-contiguous
+        buffer (bytes, bytearray, memoryview...), read as its bytes. For
+        checking a build against the raw-bytes vectors; block hashes need no
+        call to it."""
+        if isinstance(data, str):
+            raise TypeError("raw_hash takes bytes, not str (encode it first)")
+        try:
+            mv = memoryview(data)
+        except TypeError:
+            raise TypeError("raw_hash takes a bytes-like object, not %s" % type(data).__name__) from None
+        if not mv.c_contiguous:
+            mv.release()
+            raise TypeError("raw_hash: the buffer must be C-contiguous")
+        try:
+            raw = mv.cast("B") if mv.format != "B" or mv.ndim != 1 else mv
+            try:
+                return self.backend.raw_hash(raw)
+            finally:
+                if raw is not mv:
+                    raw.release()
+        finally:
+            mv.release()
+
     def sequence_hashes(self, block_hashes: Tokens):
         """The sequence-hash chain over local block hashes (u64 buffer or list).
         Returns ``array('Q')`` (numpy uint64 for a numpy input)."""
@@ -645,12 +717,12 @@ class API:
                 kv_block_size,
                 lora_name=lora_name,
                 cache_namespace=cache_namespace,
-                is_eagle=bool(is_eagle),
+                is_eagle=False if is_eagle is None else is_eagle,
                 mm_hashes=mm,
             )
-        except ValueError as e:
+        except InvalidArgumentError as e:
             # The library rejects the zero size; Dynamo's callers expect its wording.
-            if isinstance(kv_block_size, int) and kv_block_size == 0:
+            if _int(kv_block_size, "kv_block_size") == 0:
                 raise ValueError("kv_block_size cannot be 0") from e
             raise
         return out.tolist()
@@ -669,6 +741,8 @@ class API:
             "compute_seq_hash_for_block": self.compute_seq_hash_for_block,
             "block_hashes": self.block_hashes,
             "sequence_hashes": self.sequence_hashes,
+            "block_and_sequence_hashes": self.block_and_sequence_hashes,
+            "raw_hash": self.raw_hash,
             "block_count": self.block_count,
             "seed": self.seed,
             "chain_step": self.chain_step,

@@ -10,8 +10,8 @@ Conventions:
 
 - Array arguments are 1-D C-contiguous ``memoryview`` objects whose item size
   is already checked by the API layer: ``u32`` arrays have itemsize 4,
-  ``u64`` arrays itemsize 8. Output arrays are writable; their capacity is
-  their length.
+  ``u64`` arrays itemsize 8, raw bytes itemsize 1. Output arrays are
+  writable; their capacity is their length.
 - Strings (LoRA name, namespace, JSON) are ``bytes``.
 - Integers are Python ints already range-checked by the API layer (``u64`` in
   ``[0, 2**64)``, ``u32`` in ``[0, 2**32)``, ``i64`` in ``[-2**63, 2**63)``).
@@ -41,6 +41,8 @@ class Backend(Protocol):
 
     def seed(self, lora: bytes, namespace: bytes) -> int: ...
 
+    def raw_hash(self, data: Buffer) -> int: ...
+
     def chain_step(self, parent_sequence_hash: int, local_hash: int) -> int: ...
 
     def block_count(self, n_tokens: int, block_size: int, eagle: bool) -> int: ...
@@ -55,6 +57,19 @@ class Backend(Protocol):
         mm_hashes: Optional[Buffer],
         mm_counts: Optional[Buffer],
         out: Buffer,
+    ) -> int: ...
+
+    def block_and_sequence_hashes(
+        self,
+        tokens: Buffer,
+        block_size: int,
+        lora: bytes,
+        namespace: bytes,
+        eagle: bool,
+        mm_hashes: Optional[Buffer],
+        mm_counts: Optional[Buffer],
+        out_local: Buffer,
+        out_sequence: Buffer,
     ) -> int: ...
 
     def sequence_hashes(self, block_hashes: Buffer, out: Buffer) -> int: ...

@@ -33,6 +33,7 @@ _SIGNATURES = {
     "kvhash_spec_version": (c_char_p, []),
     "kvhash_last_error": (c_size_t, [c_void_p, c_size_t]),
     "kvhash_seed": (c_uint64, [c_char_p, c_size_t, c_char_p, c_size_t]),
+    "kvhash_raw_hash": (c_int32, [c_void_p, c_size_t, POINTER(c_uint64)]),
     "kvhash_chain_step": (c_uint64, [c_uint64, c_uint64]),
     "kvhash_block_count": (c_int32, [c_size_t, c_int64, c_int32, _p_size]),
     "kvhash_block_hashes": (
@@ -43,6 +44,16 @@ _SIGNATURES = {
             c_int32,
             c_void_p, c_void_p, c_size_t,
             c_void_p, c_size_t, _p_size,
+        ],
+    ),
+    "kvhash_block_and_sequence_hashes": (
+        c_int32,
+        [
+            c_void_p, c_size_t, c_int64,
+            c_char_p, c_size_t, c_char_p, c_size_t,
+            c_int32,
+            c_void_p, c_void_p, c_size_t,
+            c_void_p, c_void_p, c_size_t, _p_size,
         ],
     ),
     "kvhash_sequence_hashes": (c_int32, [c_void_p, c_size_t, c_void_p, c_size_t, _p_size]),
@@ -108,6 +119,7 @@ class NativeBackend:
         self._block_count = lib.kvhash_block_count
         self._block_hashes = lib.kvhash_block_hashes
         self._sequence_hashes = lib.kvhash_sequence_hashes
+        self._block_and_sequence_hashes = lib.kvhash_block_and_sequence_hashes
         self._last_error = lib.kvhash_last_error
 
     # -- errors -----------------------------------------------------------
@@ -140,6 +152,13 @@ class NativeBackend:
     def seed(self, lora: bytes, namespace: bytes) -> int:
         return self._seed(lora, len(lora), namespace, len(namespace))
 
+    def raw_hash(self, data) -> int:
+        out = c_uint64()
+        status = self._lib.kvhash_raw_hash(address(data), data.nbytes, ctypes.byref(out))
+        if status != OK:
+            self._fail(status)
+        return out.value
+
     def chain_step(self, parent_sequence_hash: int, local_hash: int) -> int:
         return self._chain_step(parent_sequence_hash, local_hash)
 
@@ -165,6 +184,28 @@ class NativeBackend:
             1 if eagle else 0,
             mm_addr, counts_addr, mm_blocks,
             address(out), len(out), ctypes.byref(out_len),
+        )
+        if status != OK:
+            self._fail(status, out_len)
+        return out_len.value
+
+    def block_and_sequence_hashes(
+        self, tokens, block_size, lora, namespace, eagle, mm_hashes, mm_counts, out_local, out_sequence
+    ):
+        out_len = c_size_t()
+        if mm_counts is None:
+            mm_addr = counts_addr = None
+            mm_blocks = 0
+        else:
+            mm_addr = address(mm_hashes)
+            counts_addr = address(mm_counts)
+            mm_blocks = len(mm_counts)
+        status = self._block_and_sequence_hashes(
+            address(tokens), len(tokens), block_size,
+            lora, len(lora), namespace, len(namespace),
+            1 if eagle else 0,
+            mm_addr, counts_addr, mm_blocks,
+            address(out_local), address(out_sequence), len(out_local), ctypes.byref(out_len),
         )
         if status != OK:
             self._fail(status, out_len)

@@ -20,6 +20,7 @@ it: ``kvhash.wasm.block_hashes`` etc. ``KVHASH_BACKEND=wasm`` makes
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import os
 import threading
@@ -118,12 +119,30 @@ class WasmBackend:
             if export.name.startswith("kvhash_") or export.name == "_initialize":
                 self._fn[export.name] = exports[export.name]
         self._lock = threading.Lock()
+        # Handles whose free was asked for while the lock was busy (a
+        # RadixTree collected by the GC in the middle of a call on this very
+        # thread must not wait for the lock it holds); freed by the next call.
+        self._pending_frees: List[int] = []
         self._arena = 0
         self._arena_size = 0
         if "_initialize" in self._fn:
             self._fn["_initialize"](self._store)
         self._version = self._string_fact("kvhash_version")
         self._spec_version = self._string_fact("kvhash_spec_version")
+
+    # -- locking ----------------------------------------------------------
+
+    @contextlib.contextmanager
+    def _locked(self):
+        with self._lock:
+            self._drain_frees()
+            yield
+
+    def _drain_frees(self) -> None:
+        while self._pending_frees:
+            handle = self._pending_frees.pop()
+            # The tree is gone; a failure here has no one to report to.
+            self._fn["kvhash_index_free"](self._store, _i64(handle))
 
     # -- memory -----------------------------------------------------------
 
@@ -151,9 +170,11 @@ class WasmBackend:
 
     def _call(self, fname: str, segments: Sequence[object], args_of) -> Tuple[int, List[int]]:
         """Lay `segments` (_In / _Out / None) out in the arena, call `fname`
-        with args_of(pointers), copy outputs back. Returns (status, pointers).
-        On failure raises, with the last error read under the same lock."""
-        with self._lock:
+        with args_of(pointers), copy array outputs back. Returns (status,
+        scalars): the value of each scalar output segment (size_t / uint64
+        outputs), 0 for the others. A status other than OK and
+        BUFFER_TOO_SMALL raises, with the last error read under the lock."""
+        with self._locked():
             offsets: List[int] = []
             total = 0
             for seg in segments:
@@ -174,7 +195,7 @@ class WasmBackend:
             status = self._fn[fname](self._store, *args_of(ptrs))
             if status != OK and status != ERR_BUFFER_TOO_SMALL:
                 raise error_for(status, self._last_error_locked())
-            if total:
+            if total and status == OK:
                 base = self._base()
                 for seg, ptr in zip(segments, ptrs):
                     if isinstance(seg, _Out) and ptr and seg.dest is not None:
@@ -204,7 +225,7 @@ class WasmBackend:
 
     def _string_fact(self, fname: str) -> str:
         fn = self._fn[fname]
-        with self._lock:
+        with self._locked():
             ptr = self._reserve(256)
             n = fn(self._store, ptr, 256)
             if n >= 256:
@@ -213,7 +234,7 @@ class WasmBackend:
             return ctypes.string_at(self._base() + ptr, n).decode("utf-8")
 
     def last_error(self) -> str:
-        with self._lock:
+        with self._locked():
             return self._last_error_locked()
 
     # -- facts ------------------------------------------------------------
@@ -228,7 +249,7 @@ class WasmBackend:
 
     def seed(self, lora: bytes, namespace: bytes) -> int:
         # kvhash_seed returns the u64 itself, not a status.
-        with self._lock:
+        with self._locked():
             total = len(lora) + len(namespace)
             arena = self._reserve(total) if total else 0
             base = self._base()
@@ -240,8 +261,16 @@ class WasmBackend:
                 ctypes.memmove(base + ns_ptr, namespace, len(namespace))
             return _u64(self._fn["kvhash_seed"](self._store, lora_ptr, len(lora), ns_ptr, len(namespace)))
 
+    def raw_hash(self, data) -> int:
+        _, scalars = self._call(
+            "kvhash_raw_hash",
+            [_In(data, data.nbytes), _Out(None, 8)],
+            lambda p: (p[0], data.nbytes, p[1]),
+        )
+        return scalars[1]
+
     def chain_step(self, parent_sequence_hash: int, local_hash: int) -> int:
-        with self._lock:
+        with self._locked():
             return _u64(self._fn["kvhash_chain_step"](self._store, _i64(parent_sequence_hash), _i64(local_hash)))
 
     def block_count(self, n_tokens: int, block_size: int, eagle: bool) -> int:
@@ -282,6 +311,37 @@ class WasmBackend:
             raise BufferTooSmall(scalars[6])
         return scalars[6]
 
+    def block_and_sequence_hashes(
+        self, tokens, block_size, lora, namespace, eagle, mm_hashes, mm_counts, out_local, out_sequence
+    ):
+        n_tok = len(tokens)
+        mm_blocks = 0 if mm_counts is None else len(mm_counts)
+        cap = len(out_local)
+        segments = [
+            _In(tokens, tokens.nbytes),
+            _In(lora, len(lora)),
+            _In(namespace, len(namespace)),
+            None if mm_hashes is None else _In(mm_hashes, mm_hashes.nbytes),
+            None if mm_counts is None else _In(mm_counts, mm_counts.nbytes),
+            _Out(out_local, out_local.nbytes),
+            _Out(out_sequence, out_sequence.nbytes),
+            _Out(None, 4),
+        ]
+        status, scalars = self._call(
+            "kvhash_block_and_sequence_hashes",
+            segments,
+            lambda p: (
+                p[0], n_tok, block_size,
+                p[1], len(lora), p[2], len(namespace),
+                1 if eagle else 0,
+                p[3], p[4], mm_blocks,
+                p[5], p[6], cap, p[7],
+            ),
+        )
+        if status == ERR_BUFFER_TOO_SMALL:
+            raise BufferTooSmall(scalars[7])
+        return scalars[7]
+
     def sequence_hashes(self, block_hashes, out):
         n = len(block_hashes)
         status, scalars = self._call(
@@ -296,7 +356,7 @@ class WasmBackend:
     # -- index ------------------------------------------------------------
 
     def _simple(self, fname: str, *args) -> None:
-        with self._lock:
+        with self._locked():
             status = self._fn[fname](self._store, *args)
             if status != OK:
                 raise error_for(status, self._last_error_locked())
@@ -306,7 +366,20 @@ class WasmBackend:
         return scalars[0]
 
     def index_free(self, handle: int) -> None:
-        self._simple("kvhash_index_free", _i64(handle))
+        # Never blocks: when the lock is busy (another thread's call, or this
+        # thread's own call interrupted by the garbage collector), the free
+        # is queued for the next call. Handles are never reused, so a late
+        # free cannot hit another tree.
+        if not self._lock.acquire(blocking=False):
+            self._pending_frees.append(handle)
+            return
+        try:
+            self._drain_frees()
+            status = self._fn["kvhash_index_free"](self._store, _i64(handle))
+            if status != OK:
+                raise error_for(status, self._last_error_locked())
+        finally:
+            self._lock.release()
 
     def index_set_mode(self, handle: int, mode: int) -> None:
         self._simple("kvhash_index_set_mode", _i64(handle), mode)
