@@ -87,8 +87,8 @@ func printMatrix(w io.Writer, r *report) {
 		fmt.Fprintln(tw)
 	}
 	_ = tw.Flush()
-	fmt.Fprintln(w, "(n/a: the testee does not serve the op: raw_hash exists only in the Go core and the oracle,"+
-		" the oracle has no index; ref: the round's reference, the others are compared with it)")
+	fmt.Fprintln(w, "(n/a: the testee does not serve the op the cases need (raw_hash is optional; the oracle has no index);"+
+		" ref: the round's reference, the others are compared with it)")
 }
 
 // printFailures is how many failing cases of a cell are printed; the

@@ -10,7 +10,7 @@ import sys
 
 import kvhash
 
-OPS = ["hello", "block_hashes", "sequence_hashes", "seed", "chain_step", "index"]
+OPS = ["hello", "block_hashes", "sequence_hashes", "seed", "chain_step", "raw_hash", "index"]
 
 # The package's exception classes, as the protocol's error kinds.
 KINDS = (
@@ -98,6 +98,8 @@ def handle(req):
         return {"sequence_hashes": u64s(kvhash.sequence_hashes([int(h) for h in req["block_hashes"]]))}
     if op == "seed":
         return {"seed": str(kvhash.seed(req["lora_name"], req["cache_namespace"]))}
+    if op == "raw_hash":
+        return {"hash": str(kvhash.raw_hash(bytes.fromhex(req["bytes_hex"])))}
     if op == "chain_step":
         return {"hash": str(kvhash.chain_step(int(req["parent"]), int(req["local"])))}
     if op == "index":
