@@ -120,7 +120,7 @@ func TestEveryExportRecovers(t *testing.T) {
 // exports the same names plus its memory management.
 func TestExportsMatchHeader(t *testing.T) {
 	header := headerFuncs(t)
-	require.Len(t, header, 23)
+	require.Len(t, header, 24)
 	assert.Equal(t, header, sortedKeys(exportedFuncs(t, ".", "//export")))
 
 	wasm := exportedFuncs(t, "../wasm", "//go:wasmexport")

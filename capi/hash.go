@@ -108,6 +108,32 @@ func kvhash_block_hashes(tokens *C.uint32_t, nTokens C.size_t, blockSize C.int64
 	return fail(err)
 }
 
+//export kvhash_block_and_sequence_hashes
+func kvhash_block_and_sequence_hashes(tokens *C.uint32_t, nTokens C.size_t, blockSize C.int64_t,
+	lora *C.char, loraLen C.size_t, ns *C.char, nsLen C.size_t, eagle C.int32_t,
+	mmHashes *C.uint64_t, mmCounts *C.uint32_t, mmBlocks C.size_t,
+	outLocal, outSequence *C.uint64_t, outCap C.size_t, outLen *C.size_t) (st C.int32_t) {
+	defer catch(&st)
+	if outLen == nil {
+		return fail(abi.NullOutput("out_len"))
+	}
+	var a abi.Args
+	tok := abi.View(&a, (*uint32)(tokens), uint64(nTokens), "tokens")
+	l := abi.String(&a, (*byte)(unsafe.Pointer(lora)), uint64(loraLen), "lora")
+	s := abi.String(&a, (*byte)(unsafe.Pointer(ns)), uint64(nsLen), "ns")
+	counts := abi.View(&a, (*uint32)(mmCounts), uint64(mmBlocks), "mm_counts")
+	mm := abi.View(&a, (*uint64)(mmHashes), abi.MMHashCount(counts), "mm_hashes")
+	local := abi.View(&a, (*uint64)(outLocal), uint64(outCap), "out_local")
+	seq := abi.View(&a, (*uint64)(outSequence), uint64(outCap), "out_sequence")
+	if a.Err != nil {
+		*outLen = 0
+		return fail(a.Err)
+	}
+	n, err := abi.BlockAndSequenceHashes(tok, int64(blockSize), l, s, flag(eagle), mm, counts, local, seq)
+	*outLen = C.size_t(n)
+	return fail(err)
+}
+
 //export kvhash_sequence_hashes
 func kvhash_sequence_hashes(blockHashes *C.uint64_t, n C.size_t, out *C.uint64_t, outCap C.size_t, outLen *C.size_t) (st C.int32_t) {
 	defer catch(&st)

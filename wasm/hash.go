@@ -72,6 +72,30 @@ func kvhash_block_hashes(tokens, nTokens uint32, blockSize int64,
 	return fail(err)
 }
 
+//go:wasmexport kvhash_block_and_sequence_hashes
+func kvhash_block_and_sequence_hashes(tokens, nTokens uint32, blockSize int64,
+	lora, loraLen, ns, nsLen uint32, eagle int32,
+	mmHashes, mmCounts, mmBlocks uint32,
+	outLocal, outSequence, outCap, outLen uint32) (st int32) {
+	defer catch(&st)
+	var a abi.Args
+	length := out[uint32](&mem, &a, outLen, "out_len")
+	tok := view[uint32](&mem, &a, tokens, nTokens, "tokens")
+	l := str(&mem, &a, lora, loraLen, "lora")
+	s := str(&mem, &a, ns, nsLen, "ns")
+	counts := view[uint32](&mem, &a, mmCounts, mmBlocks, "mm_counts")
+	mm := view[uint64](&mem, &a, mmHashes, mmLen(&a, counts), "mm_hashes")
+	local := view[uint64](&mem, &a, outLocal, outCap, "out_local")
+	seq := view[uint64](&mem, &a, outSequence, outCap, "out_sequence")
+	if a.Err != nil {
+		setLen(length, 0)
+		return fail(a.Err)
+	}
+	n, err := abi.BlockAndSequenceHashes(tok, blockSize, l, s, flag(eagle), mm, counts, local, seq)
+	setLen(length, n)
+	return fail(err)
+}
+
 //go:wasmexport kvhash_sequence_hashes
 func kvhash_sequence_hashes(blockHashes, n, outPtr, outCap, outLen uint32) (st int32) {
 	defer catch(&st)

@@ -213,7 +213,7 @@ func TestModuleExportsMatchHeader(t *testing.T) {
 	exports := compiledModule(t).ExportedFunctions()
 	want := map[string]bool{"_initialize": true, "kvhash_alloc": true, "kvhash_free": true}
 	decls := cDecl.FindAllStringSubmatch(string(header), -1)
-	require.Len(t, decls, 23)
+	require.Len(t, decls, 24)
 	for _, d := range decls {
 		ret, name, params := d[1], d[2], d[3]
 		want[name] = true
@@ -447,7 +447,8 @@ func TestModuleVectors(t *testing.T) {
 				return p
 			}
 			str := func(s *string) (uint64, uint64) { return put([]byte(deref(s))), uint64(len(deref(s))) }
-			hashCall := func(cap int) (abi.Status, []uint64) {
+			// promptArgs are the arguments both hashing exports start with.
+			promptArgs := func() []uint64 {
 				b := make([]byte, 0, 4*len(c.Tokens))
 				for _, x := range c.Tokens {
 					b = binary.LittleEndian.AppendUint32(b, x)
@@ -463,17 +464,29 @@ func TestModuleVectors(t *testing.T) {
 						flat = binary.LittleEndian.AppendUint64(flat, h)
 					}
 				}
-				out := put(make([]byte, 8*cap))
 				eagle := uint64(0)
 				if c.Options.Eagle {
 					eagle = 1
 				}
-				st := in.status("kvhash_block_hashes", tok, uint64(len(c.Tokens)), uint64(c.BlockSize), lp, ll, np, nl, eagle,
-					put(flat), put(counts), uint64(len(c.Options.MMHashes)), out, uint64(cap), outLen)
+				return []uint64{tok, uint64(len(c.Tokens)), uint64(c.BlockSize), lp, ll, np, nl, eagle,
+					put(flat), put(counts), uint64(len(c.Options.MMHashes))}
+			}
+			hashCall := func(cap int) (abi.Status, []uint64) {
+				out := put(make([]byte, 8*cap))
+				st := in.status("kvhash_block_hashes", append(promptArgs(), out, uint64(cap), outLen)...)
 				if st != abi.StatusOK {
 					return st, nil
 				}
 				return st, in.u64s(out, int(in.u32(outLen)))
+			}
+			fusedCall := func(cap int) (st abi.Status, local, seq []uint64) {
+				lo, so := put(make([]byte, 8*cap)), put(make([]byte, 8*cap))
+				st = in.status("kvhash_block_and_sequence_hashes", append(promptArgs(), lo, so, uint64(cap), outLen)...)
+				if st != abi.StatusOK {
+					return st, nil, nil
+				}
+				n := int(in.u32(outLen))
+				return st, in.u64s(lo, n), in.u64s(so, n)
 			}
 			switch c.Kind {
 			case "block":
@@ -484,7 +497,14 @@ func TestModuleVectors(t *testing.T) {
 				lp, ll := str(c.Options.LoraName)
 				np, nl := str(c.Options.CacheNamespace)
 				assert.Equal(t, u64s(t, []string{c.Seed})[0], in.call("kvhash_seed", lp, ll, np, nl)[0], id)
+				st, local, seq := fusedCall(len(want))
+				require.Equal(t, abi.StatusOK, st, "%s: %s", id, in.lastError())
+				assert.Equal(t, want, local, "%s: fused local hashes", id)
+				assert.Equal(t, u64s(t, c.SequenceHashes), seq, "%s: fused sequence hashes", id)
 				if len(want) > 0 {
+					st, _, _ = fusedCall(len(want) - 1)
+					assert.Equal(t, abi.StatusBufferTooSmall, st, id)
+					assert.Equal(t, uint32(len(want)), in.u32(outLen), "%s: fused count needed", id)
 					seq := put(make([]byte, 8*len(want)))
 					blocks := make([]byte, 0, 8*len(want))
 					for _, h := range want {
@@ -495,6 +515,8 @@ func TestModuleVectors(t *testing.T) {
 				}
 			case "error":
 				st, _ := hashCall(64)
+				assert.Equal(t, abi.StatusInvalidArgument, st, id)
+				st, _, _ = fusedCall(64)
 				assert.Equal(t, abi.StatusInvalidArgument, st, id)
 			case "seed":
 				lp, ll := str(c.LoraName)

@@ -214,6 +214,28 @@ static int32_t hash_prompt(const prompt *p, uint64_t *out, size_t cap, size_t *o
 	                           cap, out_len);
 }
 
+static int32_t hash_prompt_both(const prompt *p, uint64_t *local, uint64_t *seq, size_t cap,
+                                size_t *out_len) {
+	return kvhash_block_and_sequence_hashes(p->tokens, p->n_tokens, p->block_size, p->lora,
+	                                        p->lora_len, p->ns, p->ns_len, p->eagle, p->mm_hashes,
+	                                        p->mm_counts, p->mm_blocks, local, seq, cap, out_len);
+}
+
+/* A buffer of n hashes, each SENTINEL. */
+static uint64_t *sentinels(size_t n) {
+	uint64_t *v = xmalloc(n * sizeof *v);
+	for (size_t i = 0; i < n; i++)
+		v[i] = SENTINEL;
+	return v;
+}
+
+static int all_sentinel(const uint64_t *v, size_t n) {
+	for (size_t i = 0; i < n; i++)
+		if (v[i] != SENTINEL)
+			return 0;
+	return 1;
+}
+
 static int same_u64s(const uint64_t *a, const uint64_t *b, size_t n) {
 	return n == 0 || memcmp(a, b, n * sizeof *a) == 0;
 }
@@ -263,6 +285,28 @@ static void case_block(reader *r, const char *id) {
 	CHECK_ST(kvhash_sequence_hashes(out, nb, seq, ns + 1, &len), KVHASH_OK, id);
 	CHECK(len == ns && same_u64s(seq, want_seq, ns), "%s: sequence hashes differ", id);
 
+	/* Both in one call: the size query, then the same hashes in two
+	 * buffers, each with a spare slot that must stay untouched. */
+	CHECK_ST(hash_prompt_both(&p, NULL, NULL, 0, &len), nb ? KVHASH_ERR_BUFFER_TOO_SMALL : KVHASH_OK, id);
+	CHECK(len == nb, "%s: fused size query says %zu, want %zu", id, len, nb);
+	uint64_t *both_local = sentinels(nb + 1), *both_seq = sentinels(nb + 1);
+	CHECK_ST(hash_prompt_both(&p, both_local, both_seq, nb + 1, &len), KVHASH_OK, id);
+	CHECK(len == nb && same_u64s(both_local, want_local, nb), "%s: fused block hashes differ", id);
+	CHECK(len == ns && same_u64s(both_seq, want_seq, ns), "%s: fused sequence hashes differ", id);
+	CHECK(both_local[nb] == SENTINEL && both_seq[nb] == SENTINEL, "%s: fused wrote past the result", id);
+	if (nb > 0) {
+		free(both_local);
+		free(both_seq);
+		both_local = sentinels(nb);
+		both_seq = sentinels(nb);
+		CHECK_ST(hash_prompt_both(&p, both_local, both_seq, nb - 1, &len), KVHASH_ERR_BUFFER_TOO_SMALL, id);
+		CHECK(len == nb, "%s: fused too small: needed %zu, want %zu", id, len, nb);
+		CHECK(all_sentinel(both_local, nb) && all_sentinel(both_seq, nb),
+		      "%s: fused buffers too small were written to", id);
+	}
+
+	free(both_local);
+	free(both_seq);
 	free(seq);
 	free(out);
 	free(want_local);
@@ -285,6 +329,15 @@ static void case_error(reader *r, const char *id) {
 	CHECK(kvhash_last_error(NULL, 0) > 0, "%s (%s): no message", id, reason);
 	/* An invalid input is invalid before any question of buffer size. */
 	CHECK_ST(hash_prompt(&p, NULL, 0, &len), KVHASH_ERR_INVALID_ARGUMENT, id);
+	/* The fused call validates alike. */
+	uint64_t seq[64];
+	for (size_t i = 0; i < 64; i++)
+		seq[i] = SENTINEL;
+	len = 12345;
+	CHECK_ST(hash_prompt_both(&p, out, seq, 64, &len), KVHASH_ERR_INVALID_ARGUMENT, id);
+	CHECK(len == 0, "%s (%s): fused out_len %zu after an error", id, reason, len);
+	CHECK(out[0] == SENTINEL && seq[0] == SENTINEL, "%s (%s): fused hashes written on error", id, reason);
+	CHECK_ST(hash_prompt_both(&p, NULL, NULL, 0, &len), KVHASH_ERR_INVALID_ARGUMENT, id);
 	if (strncmp(reason, "block_size", 10) == 0) {
 		size_t count;
 		CHECK_ST(kvhash_block_count(p.n_tokens, p.block_size, p.eagle, &count),
@@ -472,6 +525,47 @@ static void test_bad_input(void) {
 	         "sequence NULL out_len");
 	CHECK_ST(kvhash_sequence_hashes(NULL, 0, NULL, 0, &len), KVHASH_OK, "empty chain");
 	CHECK(len == 0, "empty chain is empty");
+
+	/* Block and sequence hashes in one call: both outputs are checked. */
+	uint64_t seq[4] = {SENTINEL, SENTINEL, SENTINEL, SENTINEL};
+	for (size_t i = 0; i < 4; i++)
+		out[i] = SENTINEL;
+	len = 999;
+	CHECK_ST(kvhash_block_and_sequence_hashes(t, 12, 4, NULL, 0, NULL, 0, 0, NULL, NULL, 0, out, NULL, 4,
+	                                          &len),
+	         KVHASH_ERR_INVALID_ARGUMENT, "fused: NULL out_sequence with a capacity");
+	CHECK(strstr(last_error(), "out_sequence") != NULL, "message names out_sequence: %s", last_error());
+	CHECK(len == 0 && out[0] == SENTINEL, "fused: nothing written on error");
+	CHECK_ST(kvhash_block_and_sequence_hashes(t, 12, 4, NULL, 0, NULL, 0, 0, NULL, NULL, 0, NULL, seq, 4,
+	                                          &len),
+	         KVHASH_ERR_INVALID_ARGUMENT, "fused: NULL out_local with a capacity");
+	CHECK(strstr(last_error(), "out_local") != NULL, "message names out_local: %s", last_error());
+	CHECK(seq[0] == SENTINEL, "fused: nothing written on error");
+	CHECK_ST(kvhash_block_and_sequence_hashes(t, 12, 4, NULL, 0, NULL, 0, 0, NULL, NULL, 0, out, seq, 4,
+	                                          NULL),
+	         KVHASH_ERR_INVALID_ARGUMENT, "fused: NULL out_len");
+	CHECK_ST(kvhash_block_and_sequence_hashes(t, 12, 4, NULL, 0, NULL, 0, 0, NULL, NULL, 0, out, seq, 2,
+	                                          &len),
+	         KVHASH_ERR_BUFFER_TOO_SMALL, "fused: two slots for three hashes");
+	CHECK(len == 3 && all_sentinel(out, 4) && all_sentinel(seq, 4),
+	      "fused: needed 3 (got %zu), nothing written", len);
+	CHECK(strstr(last_error(), "3 needed") != NULL, "fused message: %s", last_error());
+	CHECK_ST(kvhash_block_and_sequence_hashes(t, 12, 4, NULL, 0, NULL, 0, 0, NULL, NULL, 0, NULL, NULL, 0,
+	                                          &len),
+	         KVHASH_ERR_BUFFER_TOO_SMALL, "fused: size query");
+	CHECK(len == 3, "fused: size query says %zu", len);
+	CHECK_ST(kvhash_block_and_sequence_hashes(t, 12, 0, NULL, 0, NULL, 0, 0, NULL, NULL, 0, out, seq, 4,
+	                                          &len),
+	         KVHASH_ERR_INVALID_ARGUMENT, "fused: block size 0");
+	CHECK_ST(kvhash_block_and_sequence_hashes(t, 12, 4, NULL, 0, NULL, 0, 0, NULL, four, 4, out, seq, 4,
+	                                          &len),
+	         KVHASH_ERR_INVALID_ARGUMENT, "fused: mm entries for more blocks than there are");
+	CHECK_ST(kvhash_block_and_sequence_hashes(t, 12, 4, NULL, 0, NULL, 0, 0, NULL, NULL, 0, out, seq, 3,
+	                                          &len),
+	         KVHASH_OK, "fused: public vector");
+	CHECK(len == 3 && same_u64s(out, public_local, 3) && same_u64s(seq, public_seq, 3),
+	      "fused: public vector hashes");
+	CHECK(out[3] == SENTINEL && seq[3] == SENTINEL, "fused: nothing written past out_cap");
 
 	/* kvhash_seed cannot return a status: 0 plus the last error. */
 	CHECK(kvhash_seed(NULL, 5, NULL, 0) == 0, "seed of NULL lora with a length");

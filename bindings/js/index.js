@@ -95,6 +95,14 @@ export function blockHashes(tokens, blockSize, options) {
   return defaultModule().blockHashes(tokens, blockSize, options);
 }
 
+/**
+ * Local block hashes and their sequence hashes in one module call (default
+ * module). @see KvHashModule#blockAndSequenceHashes
+ */
+export function blockAndSequenceHashes(tokens, blockSize, options) {
+  return defaultModule().blockAndSequenceHashes(tokens, blockSize, options);
+}
+
 /** Sequence hash chain over local block hashes (default module). */
 export function sequenceHashes(hashes) {
   return defaultModule().sequenceHashes(hashes);

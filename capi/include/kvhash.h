@@ -173,6 +173,35 @@ int32_t kvhash_block_hashes(const uint32_t *tokens, size_t n_tokens, int64_t blo
                             const uint64_t *mm_hashes, const uint32_t *mm_counts, size_t mm_blocks,
                             uint64_t *out, size_t out_cap, size_t *out_len);
 
+/* kvhash_block_hashes and kvhash_sequence_hashes in one call: the local
+ * hash of every full block to out_local[0 .. *out_len) and their sequence
+ * hashes to out_sequence[0 .. *out_len). It computes both in one pass,
+ * which is faster than the two calls (the chain's steps, each waiting for
+ * the one before, overlap with hashing the next block), and in a WASM host
+ * it is one boundary crossing instead of two.
+ *
+ *   tokens ... mm_blocks  as kvhash_block_hashes
+ *   out_local            receives the local hashes
+ *   out_sequence         receives the sequence hashes: out_sequence[0] =
+ *                        out_local[0], out_sequence[i] =
+ *                        kvhash_chain_step(out_sequence[i-1], out_local[i])
+ *   out_cap              the capacity of each of the two buffers, in hashes
+ *   out_len              receives the number of blocks (or, with
+ *                        KVHASH_ERR_BUFFER_TOO_SMALL, the number needed;
+ *                        then neither buffer is written)
+ *
+ * The two output buffers must not overlap each other. Without multimodal
+ * data the call does not allocate.
+ * Errors: as kvhash_block_hashes (INVALID_ARGUMENT also when out_local or
+ * out_sequence is NULL with out_cap > 0), BUFFER_TOO_SMALL. */
+int32_t kvhash_block_and_sequence_hashes(const uint32_t *tokens, size_t n_tokens, int64_t block_size,
+                                         const char *lora, size_t lora_len, const char *ns, size_t ns_len,
+                                         int32_t eagle,
+                                         const uint64_t *mm_hashes, const uint32_t *mm_counts,
+                                         size_t mm_blocks,
+                                         uint64_t *out_local, uint64_t *out_sequence, size_t out_cap,
+                                         size_t *out_len);
+
 /* The sequence hashes of n local hashes: out[0] = block_hashes[0], out[i] =
  * kvhash_chain_step(out[i-1], block_hashes[i]). Writes n values.
  * Errors: INVALID_ARGUMENT, BUFFER_TOO_SMALL (out_cap < n). */

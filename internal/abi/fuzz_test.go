@@ -13,9 +13,10 @@ import (
 // inRange reports whether st is a status an export may return.
 func inRange(st Status) bool { return st <= StatusOK && st >= MinStatus }
 
-// FuzzBlockHashes feeds the hashing entry point arbitrary arguments as a
-// foreign caller could: it must never panic, must answer with a status in
-// range, and when it succeeds must agree with core.
+// FuzzBlockHashes feeds the hashing entry points (kvhash_block_hashes and
+// kvhash_block_and_sequence_hashes) arbitrary arguments as a foreign
+// caller could: they must never panic, must answer with a status in range,
+// must agree with each other, and when they succeed must agree with core.
 func FuzzBlockHashes(f *testing.F) {
 	f.Add([]byte{1, 0, 0, 0, 2, 0, 0, 0, 3, 0, 0, 0, 4, 0, 0, 0}, int64(4), "", "", false, []byte{}, uint16(4))
 	f.Add([]byte{}, int64(0), "lora", "ns", true, []byte{1, 2}, uint16(0))
@@ -61,6 +62,15 @@ func FuzzBlockHashes(f *testing.F) {
 			assert.Equal(t, StatusInvalidArgument, st)
 			assert.Error(t, werr)
 			assert.Zero(t, n)
+		}
+
+		local, seq := make([]uint64, outCap), make([]uint64, outCap)
+		fn, ferr := BlockAndSequenceHashes(tokens, blockSize, lora, ns, eagle, flat, counts, local, seq)
+		require.Equal(t, st, StatusOf(ferr), "%v vs %v", err, ferr)
+		require.Equal(t, n, fn)
+		if st == StatusOK && n > 0 {
+			assert.Equal(t, want, local[:n])
+			assert.Equal(t, core.SequenceHashes(want), seq[:n])
 		}
 	})
 }

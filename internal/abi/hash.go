@@ -50,30 +50,9 @@ func MMHashCount(mmCounts []uint32) uint64 {
 // multimodal hashes, mmCounts[i] of them for block i.
 func BlockHashes(tokens []uint32, blockSize int64, lora, namespace string, eagle bool,
 	mmHashes []uint64, mmCounts []uint32, out []uint64) (int, error) {
-	var a Args
-	bs := blockSizeInt(&a, blockSize)
-	if a.Err != nil {
-		return 0, a.Err
-	}
-	n, err := core.BlockCount(len(tokens), bs, eagle)
+	bs, opts, n, err := hashArgs(tokens, blockSize, lora, namespace, eagle, mmHashes, mmCounts, "out", len(out))
 	if err != nil {
-		return 0, err
-	}
-	opts := core.Options{LoraName: lora, CacheNamespace: namespace, Eagle: eagle}
-	if len(mmCounts) > 0 {
-		if opts.MMHashes, err = splitMM(mmHashes, mmCounts); err != nil {
-			return 0, err
-		}
-	}
-	if n > len(out) {
-		if len(opts.MMHashes) > 0 {
-			// Only core knows whether the multimodal entries fit the
-			// blocks; an input error takes precedence over the size.
-			if _, err := core.AppendBlockHashes(nil, tokens, bs, opts); err != nil {
-				return 0, err
-			}
-		}
-		return n, tooSmall("out", len(out), n)
+		return n, err
 	}
 	// out has room for n hashes, so core appends in place: no allocation.
 	got, err := core.AppendBlockHashes(out[:0], tokens, bs, opts)
@@ -81,6 +60,61 @@ func BlockHashes(tokens []uint32, blockSize int64, lora, namespace string, eagle
 		return 0, err
 	}
 	return len(got), nil
+}
+
+// BlockAndSequenceHashes is kvhash_block_and_sequence_hashes: BlockHashes
+// that also writes the blocks' sequence hashes into sequence, in core's
+// one pass (cheaper than a second call for the chain, most of all across
+// the WASM boundary). Both outputs must have room for every block; the
+// shorter one is the capacity. Arguments and errors are BlockHashes'.
+func BlockAndSequenceHashes(tokens []uint32, blockSize int64, lora, namespace string, eagle bool,
+	mmHashes []uint64, mmCounts []uint32, local, sequence []uint64) (int, error) {
+	bs, opts, n, err := hashArgs(tokens, blockSize, lora, namespace, eagle, mmHashes, mmCounts,
+		"each of out_local and out_sequence", min(len(local), len(sequence)))
+	if err != nil {
+		return n, err
+	}
+	// Both have room for n hashes: core appends in place, no allocation.
+	got, _, err := core.AppendBlockAndSequenceHashes(local[:0], sequence[:0], tokens, bs, opts)
+	if err != nil {
+		return 0, err
+	}
+	return len(got), nil
+}
+
+// hashArgs checks what the block-hashing exports share and converts it
+// for core: it returns the block size as core's int, the options with the
+// multimodal hashes split per block, and the block count n, after checking
+// that outputs with room for outCap hashes (named outName in the message)
+// hold every block. On a too-small output n is the count needed, with an
+// ErrBufferTooSmall error; on any other error n is 0.
+func hashArgs(tokens []uint32, blockSize int64, lora, namespace string, eagle bool,
+	mmHashes []uint64, mmCounts []uint32, outName string, outCap int) (bs int, opts core.Options, n int, err error) {
+	var a Args
+	bs = blockSizeInt(&a, blockSize)
+	if a.Err != nil {
+		return 0, core.Options{}, 0, a.Err
+	}
+	if n, err = core.BlockCount(len(tokens), bs, eagle); err != nil {
+		return 0, core.Options{}, 0, err
+	}
+	opts = core.Options{LoraName: lora, CacheNamespace: namespace, Eagle: eagle}
+	if len(mmCounts) > 0 {
+		if opts.MMHashes, err = splitMM(mmHashes, mmCounts); err != nil {
+			return 0, core.Options{}, 0, err
+		}
+	}
+	if n > outCap {
+		if len(opts.MMHashes) > 0 {
+			// Only core knows whether the multimodal entries fit the
+			// blocks; an input error takes precedence over the size.
+			if _, err := core.AppendBlockHashes(nil, tokens, bs, opts); err != nil {
+				return 0, core.Options{}, 0, err
+			}
+		}
+		return 0, core.Options{}, n, tooSmall(outName, outCap, n)
+	}
+	return bs, opts, n, nil
 }
 
 // SequenceHashes is kvhash_sequence_hashes.

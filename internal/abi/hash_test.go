@@ -46,6 +46,17 @@ func TestBlockHashesPublicVector(t *testing.T) {
 	assert.Equal(t, publicSeq[1], ChainStep(publicLocal[0], publicLocal[1]))
 }
 
+func TestBlockAndSequenceHashesPublicVector(t *testing.T) {
+	local, seq := filled(4), filled(4)
+	n, err := BlockAndSequenceHashes(publicTokens, 4, "", "", false, nil, nil, local, seq)
+	require.NoError(t, err)
+	require.Equal(t, 3, n)
+	assert.Equal(t, publicLocal, local[:n])
+	assert.Equal(t, publicSeq, seq[:n])
+	assert.Equal(t, uint64(sentinel), local[3], "nothing written past the result")
+	assert.Equal(t, uint64(sentinel), seq[3], "nothing written past the result")
+}
+
 func TestBlockHashesMatchesCore(t *testing.T) {
 	tokens := make([]uint32, 100)
 	for i := range tokens {
@@ -77,6 +88,12 @@ func TestBlockHashesMatchesCore(t *testing.T) {
 			n, err := BlockHashes(tokens, tt.blockSize, tt.lora, tt.ns, tt.eagle, tt.mmHashes, tt.mmCounts, out)
 			require.NoError(t, err)
 			assert.Equal(t, want, out[:n])
+
+			local, seq := filled(len(want)), filled(len(want))
+			n, err = BlockAndSequenceHashes(tokens, tt.blockSize, tt.lora, tt.ns, tt.eagle, tt.mmHashes, tt.mmCounts, local, seq)
+			require.NoError(t, err)
+			assert.Equal(t, want, local[:n])
+			assert.Equal(t, core.SequenceHashes(want), seq[:n])
 		})
 	}
 }
@@ -118,6 +135,31 @@ func TestBlockHashesErrors(t *testing.T) {
 				assert.Equal(t, filled(tt.outCap), out, "a failed call writes nothing")
 			}
 		})
+		// The fused export validates exactly as kvhash_block_hashes does.
+		t.Run(tt.name+"/with sequence", func(t *testing.T) {
+			local, seq := filled(tt.outCap), filled(tt.outCap)
+			n, err := BlockAndSequenceHashes(tt.tokens, tt.blockSize, "", "", false, tt.mmHashes, tt.mmCounts, local, seq)
+			assert.Equal(t, tt.want, StatusOf(err), "%v", err)
+			assert.Equal(t, tt.wantN, n)
+			if err != nil {
+				assert.Equal(t, filled(tt.outCap), local, "a failed call writes nothing")
+				assert.Equal(t, filled(tt.outCap), seq, "a failed call writes nothing")
+			}
+		})
+	}
+}
+
+// Each output must hold every block: the shorter one decides, and a call
+// refused for size writes to neither.
+func TestBlockAndSequenceHashesTooSmall(t *testing.T) {
+	for _, caps := range [][2]int{{3, 2}, {2, 3}, {0, 3}, {3, 0}} {
+		local, seq := filled(caps[0]), filled(caps[1])
+		n, err := BlockAndSequenceHashes(publicTokens, 4, "", "", false, nil, nil, local, seq)
+		assert.Equal(t, StatusBufferTooSmall, StatusOf(err), "caps %v", caps)
+		assert.Equal(t, 3, n, "caps %v", caps)
+		assert.Equal(t, filled(caps[0]), local, "caps %v", caps)
+		assert.Equal(t, filled(caps[1]), seq, "caps %v", caps)
+		assert.Contains(t, err.Error(), "each of out_local and out_sequence has room for")
 	}
 }
 
@@ -183,6 +225,9 @@ func TestHashingDoesNotAllocate(t *testing.T) {
 		}
 		if _, err := SequenceHashes(out, seq); err != nil {
 			panic(err)
+		}
+		if n, err := BlockAndSequenceHashes(tokens, 16, "", "", false, nil, nil, out, seq); err != nil || n != 256 {
+			panic("unexpected fused result")
 		}
 		var a Args
 		_ = View(&a, &tokens[0], uint64(len(tokens)), "tokens")

@@ -10,9 +10,9 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// FuzzBlockHashes checks the host's marshaling at its exported boundary:
-// for any input, the module's answer through the host must be native
-// core's answer (the module is core compiled to WebAssembly; core is only
+// FuzzBlockHashes checks the host's marshaling at its exported boundary
+// (the block-hashing methods, separate and fused): for any input, the
+// module's answer through the host must be native core's answer (the module is core compiled to WebAssembly; core is only
 // the oracle here).
 func FuzzBlockHashes(f *testing.F) {
 	f.Add([]byte{1, 0, 0, 0, 2, 0, 0, 0, 3, 0, 0, 0, 4, 0, 0, 0}, 4, "", "", false, []byte{})
@@ -43,6 +43,8 @@ func FuzzBlockHashes(f *testing.F) {
 		if wantErr != nil {
 			require.Error(t, err)
 			assert.Equal(t, errors.Is(wantErr, core.ErrInvalidArgument), errors.Is(err, core.ErrInvalidArgument), "%v vs %v", wantErr, err)
+			_, _, fusedErr := m.BlockAndSequenceHashes(tokens, blockSize, opts)
+			assert.Equal(t, errors.Is(wantErr, core.ErrInvalidArgument), errors.Is(fusedErr, core.ErrInvalidArgument), "%v vs %v", wantErr, fusedErr)
 			return
 		}
 		require.NoError(t, err)
@@ -50,6 +52,10 @@ func FuzzBlockHashes(f *testing.F) {
 		seq, err := m.SequenceHashes(got)
 		require.NoError(t, err)
 		assert.Equal(t, nonNil(core.SequenceHashes(want)), nonNil(seq))
+		local, fusedSeq, err := m.BlockAndSequenceHashes(tokens, blockSize, opts)
+		require.NoError(t, err)
+		assert.Equal(t, nonNil(want), nonNil(local))
+		assert.Equal(t, nonNil(seq), nonNil(fusedSeq))
 		seed, err := m.Seed(lora, ns)
 		require.NoError(t, err)
 		assert.Equal(t, core.Seed(lora, ns), seed)

@@ -25,6 +25,33 @@ func (m *Module) AppendBlockHashes(dst []uint64, tokens []uint32, blockSize int,
 	return out, nil
 }
 
+// BlockAndSequenceHashes returns the local hash of every full block of
+// tokens and their sequence hashes, as core.AppendBlockAndSequenceHashes
+// does, computed by the module in one call.
+func (m *Module) BlockAndSequenceHashes(tokens []uint32, blockSize int, opts core.Options) ([]uint64, []uint64, error) {
+	return m.AppendBlockAndSequenceHashes(nil, nil, tokens, blockSize, opts)
+}
+
+// AppendBlockAndSequenceHashes appends the local hashes of the blocks of
+// tokens to local and their sequence hashes (a chain starting at the
+// first new block) to seq. It crosses into the module once, where
+// AppendBlockHashes followed by AppendSequenceHashes crosses twice and
+// copies the local hashes back in, and the module computes both in one
+// pass: use it when you need both. On error local and seq are returned
+// unchanged.
+func (m *Module) AppendBlockAndSequenceHashes(local, seq []uint64, tokens []uint32, blockSize int, opts core.Options) ([]uint64, []uint64, error) {
+	outLocal, outSeq := local, seq
+	err := m.withInstance(func(in *instance) error {
+		var err error
+		outLocal, outSeq, err = in.blockAndSequenceHashes(local, seq, tokens, blockSize, opts)
+		return err
+	})
+	if err != nil {
+		return local, seq, err
+	}
+	return outLocal, outSeq, nil
+}
+
 // SequenceHashes returns the sequence hash chain over blockHashes.
 func (m *Module) SequenceHashes(blockHashes []uint64) ([]uint64, error) {
 	return m.AppendSequenceHashes(make([]uint64, 0, len(blockHashes)), blockHashes)

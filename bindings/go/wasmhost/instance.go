@@ -18,6 +18,7 @@ type exports struct {
 	alloc, free, lastError, version, specVersion api.Function
 	seed, chainStep, blockCount                  api.Function
 	blockHashes, sequenceHashes, rawHash         api.Function
+	blockAndSequenceHashes                       api.Function
 	indexNew, indexFree, indexSetMode            api.Function
 	indexApplyJSON, indexApplyRouterEventJSON    api.Function
 	indexApplyStored, indexApplyRemoved          api.Function
@@ -38,6 +39,7 @@ func (e *exports) table() map[string]*api.Function {
 		"kvhash_raw_hash":                      &e.rawHash,
 		"kvhash_block_count":                   &e.blockCount,
 		"kvhash_block_hashes":                  &e.blockHashes,
+		"kvhash_block_and_sequence_hashes":     &e.blockAndSequenceHashes,
 		"kvhash_sequence_hashes":               &e.sequenceHashes,
 		"kvhash_index_new":                     &e.indexNew,
 		"kvhash_index_free":                    &e.indexFree,

@@ -22,6 +22,40 @@ func boolArg(b bool) uint64 {
 }
 
 func (in *instance) blockHashes(dst []uint64, tokens []uint32, blockSize int, opts core.Options) ([]uint64, error) {
+	out, n, err := in.hashPrompt(in.fn.blockHashes, 1, tokens, blockSize, opts)
+	if err != nil {
+		return dst, err
+	}
+	return in.appendU64s(dst, out[0], n)
+}
+
+// blockAndSequenceHashes is blockHashes and sequenceHashes in one call of
+// kvhash_block_and_sequence_hashes.
+func (in *instance) blockAndSequenceHashes(local, seq []uint64, tokens []uint32, blockSize int, opts core.Options) ([]uint64, []uint64, error) {
+	out, n, err := in.hashPrompt(in.fn.blockAndSequenceHashes, 2, tokens, blockSize, opts)
+	if err != nil {
+		return local, seq, err
+	}
+	gotLocal, err := in.appendU64s(local, out[0], n)
+	if err != nil {
+		return local, seq, err
+	}
+	gotSeq, err := in.appendU64s(seq, out[1], n)
+	if err != nil {
+		return local, seq, err
+	}
+	return gotLocal, gotSeq, nil
+}
+
+// hashPrompt calls a block-hashing export, whose arguments are a prompt
+// and its options followed by outputs output pointers (one for
+// kvhash_block_hashes, two for kvhash_block_and_sequence_hashes), their
+// common capacity and out_len. It returns the module address of each
+// output and the number of hashes in each, to be read before the next
+// call reuses the scratch allocation.
+func (in *instance) hashPrompt(f api.Function, outputs int, tokens []uint32, blockSize int, opts core.Options) ([2]uint64, uint64, error) {
+	var outPtrs [2]uint64
+	name := f.Definition().Name()
 	mmTotal := 0
 	for _, block := range opts.MMHashes {
 		mmTotal += len(block)
@@ -37,56 +71,66 @@ func (in *instance) blockHashes(dst []uint64, tokens []uint32, blockSize int, op
 		nsOff := l.add(uint64(len(opts.CacheNamespace)))
 		countsOff := l.add(4 * uint64(len(opts.MMHashes)))
 		mmOff := l.add(8 * uint64(mmTotal))
-		outOff := l.add(8 * uint64(outCap))
+		var outOffs [2]uint64
+		for i := range outputs {
+			outOffs[i] = l.add(8 * uint64(outCap))
+		}
 		base, err := in.reserve(l.size)
 		if err != nil {
-			return dst, err
+			return outPtrs, 0, err
 		}
 		if err := in.writeU32s(addr(base, tokOff, len(tokens)), tokens); err != nil {
-			return dst, err
+			return outPtrs, 0, err
 		}
 		if err := in.writeString(addr(base, loraOff, len(opts.LoraName)), opts.LoraName); err != nil {
-			return dst, err
+			return outPtrs, 0, err
 		}
 		if err := in.writeString(addr(base, nsOff, len(opts.CacheNamespace)), opts.CacheNamespace); err != nil {
-			return dst, err
+			return outPtrs, 0, err
 		}
 		if len(opts.MMHashes) > 0 {
 			if err := in.writeMM(base, countsOff, mmOff, opts.MMHashes); err != nil {
-				return dst, err
+				return outPtrs, 0, err
 			}
 		}
 		outLen := uint64(base) + outLenOff
-		st, err := in.callStatus(in.fn.blockHashes,
+		// A fixed array keeps the argument list off the heap.
+		var argv [15]uint64
+		args := append(argv[:0],
 			addr(base, tokOff, len(tokens)), uint64(len(tokens)), uint64(int64(blockSize)),
 			addr(base, loraOff, len(opts.LoraName)), uint64(len(opts.LoraName)),
 			addr(base, nsOff, len(opts.CacheNamespace)), uint64(len(opts.CacheNamespace)),
 			boolArg(opts.Eagle),
-			addr(base, mmOff, mmTotal), addr(base, countsOff, len(opts.MMHashes)), uint64(len(opts.MMHashes)),
-			addr(base, outOff, outCap), uint64(outCap), outLen)
+			addr(base, mmOff, mmTotal), addr(base, countsOff, len(opts.MMHashes)), uint64(len(opts.MMHashes)))
+		for i := range outputs {
+			outPtrs[i] = addr(base, outOffs[i], outCap)
+			args = append(args, outPtrs[i])
+		}
+		args = append(args, uint64(outCap), outLen)
+		st, err := in.callStatus(f, args...)
 		if st == StatusBufferTooSmall {
 			// Not expected (see outCap), but the module is the authority
 			// on the count: retry once with what it asked for.
 			need, rerr := in.readU32(outLen)
 			if rerr != nil || int(need) <= outCap {
-				return dst, err
+				return outPtrs, 0, err
 			}
 			outCap = int(need)
 			continue
 		}
 		if err != nil {
-			return dst, err
+			return outPtrs, 0, err
 		}
 		n, err := in.readU32(outLen)
 		if err != nil {
-			return dst, err
+			return outPtrs, 0, err
 		}
 		if int(n) > outCap {
-			return dst, fmt.Errorf("kvhash_block_hashes: module reported %d hashes for a buffer of %d", n, outCap)
+			return outPtrs, 0, fmt.Errorf("%s: module reported %d hashes for a buffer of %d", name, n, outCap)
 		}
-		return in.appendU64s(dst, uint64(base)+outOff, uint64(n))
+		return outPtrs, uint64(n), nil
 	}
-	return dst, fmt.Errorf("kvhash_block_hashes: output size kept changing")
+	return outPtrs, 0, fmt.Errorf("%s: output size kept changing", name)
 }
 
 // writeMM writes the per-block multimodal counts and their concatenated

@@ -108,6 +108,16 @@ func TestRawExportsBadPointers(t *testing.T) {
 			{"kvhash_sequence_hashes NULL out_len", func(t *testing.T) uint64 {
 				return rawCall(t, in, "kvhash_sequence_hashes", out, 2, out, 2, 0)
 			}, isStatus(StatusInvalidArgument)},
+			// (tokens, n, bs, lora, loraLen, ns, nsLen, eagle, mm, counts, mmBlocks, outLocal, outSequence, cap, outLen)
+			{"kvhash_block_and_sequence_hashes NULL out_sequence", func(t *testing.T) uint64 {
+				return rawCall(t, in, "kvhash_block_and_sequence_hashes", tok, 4, 1, 0, 0, 0, 0, 0, 0, 0, 0, out, 0, 4, outLen)
+			}, isStatus(StatusInvalidArgument)},
+			{"kvhash_block_and_sequence_hashes out_sequence past its allocation", func(t *testing.T) uint64 {
+				return rawCall(t, in, "kvhash_block_and_sequence_hashes", tok, 4, 1, 0, 0, 0, 0, 0, 0, 0, 0, out, outLen, 4, outLen)
+			}, isStatus(StatusOutOfBounds)},
+			{"kvhash_block_and_sequence_hashes out_sequence bogus", func(t *testing.T) uint64 {
+				return rawCall(t, in, "kvhash_block_and_sequence_hashes", tok, 4, 1, 0, 0, 0, 0, 0, 0, 0, 0, out, far, 4, outLen)
+			}, isStatus(StatusOutOfBounds)},
 			{"kvhash_block_count bogus out", func(t *testing.T) uint64 {
 				return rawCall(t, in, "kvhash_block_count", 12, 4, 0, far)
 			}, isStatus(StatusOutOfBounds)},

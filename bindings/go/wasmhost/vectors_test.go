@@ -49,6 +49,7 @@ func checkCase(t *testing.T, m *Module, c vectors.Case) {
 		appended, err := m.AppendBlockHashes(prefix, c.Tokens, c.BlockSize, opts)
 		require.NoError(t, err)
 		assert.Equal(t, append([]uint64{42}, vectors.Uint64s(c.BlockHashes)...), appended)
+		checkBlockAndSequence(t, m, c)
 	case vectors.KindError:
 		dst := []uint64{7}
 		got, err := m.AppendBlockHashes(dst, c.Tokens, c.BlockSize, c.CoreOptions())
@@ -59,6 +60,13 @@ func checkCase(t *testing.T, m *Module, c vectors.Case) {
 		require.ErrorAs(t, err, &e)
 		assert.Equal(t, StatusInvalidArgument, e.Status)
 		assert.NotEmpty(t, e.Message, "the module's kvhash_last_error message")
+
+		local, seq, err := m.AppendBlockAndSequenceHashes([]uint64{7}, []uint64{8}, c.Tokens, c.BlockSize, c.CoreOptions())
+		require.ErrorAs(t, err, &e, "reason %s", c.Error)
+		assert.Equal(t, StatusInvalidArgument, e.Status)
+		assert.Equal(t, "kvhash_block_and_sequence_hashes", e.Op)
+		assert.Equal(t, []uint64{7}, local, "an error must leave local unchanged")
+		assert.Equal(t, []uint64{8}, seq, "an error must leave seq unchanged")
 	case vectors.KindSeed:
 		seed, err := m.Seed(c.LoraName, c.CacheNamespace)
 		require.NoError(t, err)
@@ -80,6 +88,22 @@ func checkCase(t *testing.T, m *Module, c vectors.Case) {
 	default:
 		t.Fatalf("unknown case kind %q: the reader must learn it", c.Kind)
 	}
+}
+
+// checkBlockAndSequence checks a block vector through
+// kvhash_block_and_sequence_hashes: both outputs, and that the append form
+// extends each destination.
+func checkBlockAndSequence(t *testing.T, m *Module, c vectors.Case) {
+	wantLocal, wantSeq := vectors.Uint64s(c.BlockHashes), vectors.Uint64s(c.SequenceHashes)
+	local, seq, err := m.BlockAndSequenceHashes(c.Tokens, c.BlockSize, c.CoreOptions())
+	require.NoError(t, err)
+	assert.Equal(t, nonNil(wantLocal), nonNil(local), "fused block hashes")
+	assert.Equal(t, nonNil(wantSeq), nonNil(seq), "fused sequence hashes")
+
+	local, seq, err = m.AppendBlockAndSequenceHashes([]uint64{1, 2}, []uint64{3}, c.Tokens, c.BlockSize, c.CoreOptions())
+	require.NoError(t, err)
+	assert.Equal(t, append([]uint64{1, 2}, wantLocal...), local)
+	assert.Equal(t, append([]uint64{3}, wantSeq...), seq)
 }
 
 // checkRaw checks a raw-bytes vector through kvhash_raw_hash.

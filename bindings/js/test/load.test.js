@@ -73,6 +73,10 @@ test('the default module honours KVHASH_WASM and serves the top-level functions'
   }
   assert.deepEqual(kvhash.blockHashes(PUBLIC.tokens, 4), want);
   assert.deepEqual(kvhash.sequenceHashes(want), BigUint64Array.from(PUBLIC.sequence));
+  assert.deepEqual(kvhash.blockAndSequenceHashes(PUBLIC.tokens, 4), {
+    blockHashes: want,
+    sequenceHashes: BigUint64Array.from(PUBLIC.sequence),
+  });
   assert.equal(kvhash.seed(), 1337n);
   assert.equal(kvhash.chainStep(PUBLIC.sequence[0], PUBLIC.blocks[1]), PUBLIC.sequence[1]);
   assert.equal(kvhash.blockCount(12, 4), 3);

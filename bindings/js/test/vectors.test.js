@@ -25,14 +25,21 @@ for (const group of vectorGroups()) {
             // A Uint32Array input gives the same result as an array.
             assert.deepEqual(kv.blockHashes(Uint32Array.from(c.tokens), c.block_size, opts), blocks);
             assert.equal(kv.seed({ loraName: opts.loraName, cacheNamespace: opts.cacheNamespace }), BigInt(c.seed));
+            // Both at once, through kvhash_block_and_sequence_hashes.
+            const both = kv.blockAndSequenceHashes(c.tokens, c.block_size, opts);
+            assert.ok(both.blockHashes instanceof BigUint64Array && both.sequenceHashes instanceof BigUint64Array);
+            assert.deepEqual(both.blockHashes, u64s(c.block_hashes));
+            assert.deepEqual(both.sequenceHashes, u64s(c.sequence_hashes));
             break;
           }
           case 'error': {
-            assert.throws(() => kv.blockHashes(c.tokens, c.block_size, caseOptions(c)), (err) => {
-              assert.ok(err instanceof RangeError, `${c.error}: got ${err}`);
-              assert.equal(err.code, 'KVHASH_ERR_INVALID_ARGUMENT');
-              return true;
-            });
+            for (const call of [kv.blockHashes, kv.blockAndSequenceHashes]) {
+              assert.throws(() => call.call(kv, c.tokens, c.block_size, caseOptions(c)), (err) => {
+                assert.ok(err instanceof RangeError, `${c.error}: got ${err}`);
+                assert.equal(err.code, 'KVHASH_ERR_INVALID_ARGUMENT');
+                return true;
+              });
+            }
             break;
           }
           case 'seed':
