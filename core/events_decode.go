@@ -1,5 +1,7 @@
 package core
 
+import "errors"
+
 // DecodeEvent reads one KV event in Dynamo's JSON form (KvCacheEvent):
 //
 //	{"event_id":1,"data":{"stored":{"parent_hash":null,"blocks":[{"block_hash":1400,"tokens_hash":14}]}},"dp_rank":0}
@@ -13,11 +15,11 @@ package core
 // as in "decode event: data.stored.blocks[2].block_hash: -1 is negative".
 func DecodeEvent(data []byte) (Event, error) {
 	s := scanner{data: data}
-	var ev Event
-	if err := s.event(&ev); err != nil {
-		return Event{}, err
+	ev, err := s.event()
+	if err == nil {
+		err = s.end()
 	}
-	if err := s.end(); err != nil {
+	if err != nil {
 		return Event{}, err
 	}
 	return ev, nil
@@ -33,51 +35,27 @@ func DecodeRouterEvent(data []byte) (RouterEvent, error) {
 	s := scanner{data: data}
 	var re RouterEvent
 	var haveWorker, haveEvent bool
-	if err := s.objectStart(); err != nil {
-		return RouterEvent{}, err
-	}
-	for first := true; ; first = false {
-		key, done, err := s.nextKey(first)
-		if err != nil {
-			return RouterEvent{}, err
-		}
-		if done {
-			break
-		}
+	err := s.object(func(key []byte) (err error) {
 		switch string(key) {
 		case "worker_id":
-			if re.WorkerID, err = s.field64("worker_id"); err != nil {
-				return RouterEvent{}, err
-			}
+			re.WorkerID, err = s.field64("worker_id")
 			haveWorker = true
 		case "storage_tier":
-			s.push("storage_tier")
-			re.StorageTier, err = s.tier()
-			s.pop()
-			if err != nil {
-				return RouterEvent{}, err
-			}
+			re.StorageTier, err = member(&s, "storage_tier", s.tier)
 		case "event":
-			s.push("event")
-			err = s.event(&re.Event)
-			s.pop()
-			if err != nil {
-				return RouterEvent{}, err
-			}
+			re.Event, err = member(&s, "event", s.event)
 			haveEvent = true
 		default:
-			if err := s.skip(1); err != nil {
-				return RouterEvent{}, err
-			}
+			return errUnknownMember
 		}
+		return err
+	})
+	if err == nil {
+		// Trailing data is reported before a missing member: callers have
+		// always seen that error first for input like `{} x`.
+		err = s.end()
 	}
-	if err := s.end(); err != nil {
-		return RouterEvent{}, err
-	}
-	if err := s.required(haveWorker, "worker_id"); err != nil {
-		return RouterEvent{}, err
-	}
-	if err := s.required(haveEvent, "event"); err != nil {
+	if err := s.required(err, need{"worker_id", haveWorker}, need{"event", haveEvent}); err != nil {
 		return RouterEvent{}, err
 	}
 	if re.StorageTier == "" {
@@ -86,18 +64,48 @@ func DecodeRouterEvent(data []byte) (RouterEvent, error) {
 	return re, nil
 }
 
-// required fails, naming the member, when a required member is absent.
-func (s *scanner) required(have bool, name string) error {
-	if have {
-		return nil
-	}
-	s.push(name)
-	err := s.fail("missing")
-	s.pop()
-	return err
+// need is one required member of an object: its name and whether the
+// object had it.
+type need struct {
+	name string
+	have bool
 }
 
-// field64 reads the value of member name as a u64.
+// required returns err, the outcome of reading an object; when that is
+// nil, it fails naming the first of needs the object lacked. Members are
+// checked in the order given, so the error names the same one whatever
+// the input's member order.
+func (s *scanner) required(err error, needs ...need) error {
+	if err != nil {
+		return err
+	}
+	for _, n := range needs {
+		if !n.have {
+			s.push(n.name)
+			err = s.fail("missing")
+			s.pop()
+			return err
+		}
+	}
+	return nil
+}
+
+// member reads the value of the member name with read, with name on the
+// path so that errors inside the value are named by it.
+//
+// Like every reader here, it may return a partial value with an error;
+// only DecodeEvent and DecodeRouterEvent hand values out, and they return
+// zero values on error.
+func member[T any](s *scanner, name string, read func() (T, error)) (T, error) {
+	s.push(name)
+	v, err := read()
+	s.pop()
+	return v, err
+}
+
+// field64 reads the value of member name as a u64. It is member for the
+// hot case, without the indirect call through a method value that the
+// compiler does not resolve.
 func (s *scanner) field64(name string) (uint64, error) {
 	s.push(name)
 	v, err := s.uint64()
@@ -105,7 +113,21 @@ func (s *scanner) field64(name string) (uint64, error) {
 	return v, err
 }
 
-// optField64 reads the value of member name as a u64 or null (nil).
+// list reads an array with read for each element, appending to dst. dst
+// is the caller's so that each list keeps its own capacity hint, and an
+// empty array yields dst itself: empty, but not nil.
+func list[T any](s *scanner, dst []T, read func() (T, error)) ([]T, error) {
+	err := s.array(func(int) error {
+		v, err := read()
+		dst = append(dst, v)
+		return err
+	})
+	return dst, err
+}
+
+// optField64 reads the value of member name as a u64 or null (nil). The
+// null is read before the member is named, so a malformed null is named
+// by the enclosing object, as it always has been.
 func (s *scanner) optField64(name string) (*uint64, error) {
 	if null, err := s.null(); null || err != nil {
 		return nil, err
@@ -138,183 +160,137 @@ func (s *scanner) tier() (StorageTier, error) {
 	return "", s.fail("unknown storage tier %q (want device, host_pinned, disk or external)", raw)
 }
 
-func (s *scanner) event(ev *Event) error {
+// event reads a KvCacheEvent. The data member yields the kind and its
+// fields as one value, so a repeated data member replaces all of them.
+func (s *scanner) event() (Event, error) {
+	var ev Event
+	var id uint64
+	var rank uint32
 	var haveID, haveData bool
-	if err := s.objectStart(); err != nil {
-		return err
-	}
-	for first := true; ; first = false {
-		key, done, err := s.nextKey(first)
-		if err != nil {
-			return err
-		}
-		if done {
-			break
-		}
+	err := s.object(func(key []byte) (err error) {
 		switch string(key) {
 		case "event_id":
-			if ev.ID, err = s.field64("event_id"); err != nil {
-				return err
-			}
+			id, err = s.field64("event_id")
 			haveID = true
 		case "dp_rank":
-			s.push("dp_rank")
-			ev.DPRank, err = s.uint32()
-			s.pop()
-			if err != nil {
-				return err
-			}
+			rank, err = member(s, "dp_rank", s.uint32)
 		case "data":
-			s.push("data")
-			err = s.eventData(ev)
-			s.pop()
-			if err != nil {
-				return err
-			}
+			ev, err = member(s, "data", s.eventData)
 			haveData = true
 		default:
-			if err := s.skip(1); err != nil {
-				return err
-			}
+			return errUnknownMember
 		}
-	}
-	if err := s.required(haveID, "event_id"); err != nil {
 		return err
-	}
-	return s.required(haveData, "data")
+	})
+	ev.ID, ev.DPRank = id, rank
+	return ev, s.required(err, need{"event_id", haveID}, need{"data", haveData})
 }
 
 // eventData reads the data member: a one-member object naming the kind,
 // or the bare string "cleared".
-func (s *scanner) eventData(ev *Event) error {
-	ev.Kind, ev.ParentHash, ev.StartPosition, ev.Blocks, ev.BlockHashes = 0, nil, nil, nil, nil
+func (s *scanner) eventData() (Event, error) {
 	if s.peek() == '"' {
 		raw, err := s.str()
 		if err != nil {
-			return err
+			return Event{}, err
 		}
 		if string(raw) != "cleared" {
-			return s.fail("unknown event kind %q (want stored, removed or cleared)", raw)
+			return Event{}, s.fail("unknown event kind %q (want stored, removed or cleared)", raw)
 		}
-		ev.Kind = EventCleared
-		return nil
+		return Event{Kind: EventCleared}, nil
 	}
-	if err := s.objectStart(); err != nil {
-		return err
-	}
-	key, done, err := s.nextKey(true)
-	if err != nil {
-		return err
-	}
-	if done {
-		return s.fail("empty object, want one of stored, removed, cleared")
-	}
-	switch string(key) {
-	case "stored":
-		ev.Kind = EventStored
-		s.push("stored")
-		err = s.stored(ev)
-	case "removed":
-		ev.Kind = EventRemoved
-		s.push("removed")
-		err = s.removed(ev)
-	case "cleared":
-		ev.Kind = EventCleared
-		s.push("cleared")
-		if null, nerr := s.null(); nerr != nil {
-			err = nerr
-		} else if !null {
-			err = s.unexpected("null")
-		}
-	default:
-		return s.fail("unknown event kind %q (want stored, removed or cleared)", key)
-	}
-	if err != nil {
-		return err
-	}
-	s.pop()
-	if _, done, err = s.nextKey(false); err != nil {
-		return err
-	}
-	if !done {
-		return s.fail("more than one event kind")
-	}
-	return nil
-}
-
-func (s *scanner) stored(ev *Event) error {
-	if err := s.objectStart(); err != nil {
-		return err
-	}
-	haveBlocks := false
-	for first := true; ; first = false {
-		key, done, err := s.nextKey(first)
-		if err != nil {
-			return err
-		}
-		if done {
-			break
+	var ev Event
+	err := s.object(func(key []byte) (err error) {
+		// Every kind reader sets Kind, so a set Kind means a second member.
+		if ev.Kind != 0 {
+			return s.fail("more than one event kind")
 		}
 		switch string(key) {
+		case "stored":
+			ev, err = member(s, "stored", s.stored)
+		case "removed":
+			ev, err = member(s, "removed", s.removed)
+		case "cleared":
+			ev, err = member(s, "cleared", s.cleared)
+		default:
+			return s.fail("unknown event kind %q (want stored, removed or cleared)", key)
+		}
+		return err
+	})
+	if err == nil && ev.Kind == 0 {
+		err = s.fail("empty object, want one of stored, removed, cleared")
+	}
+	return ev, err
+}
+
+func (s *scanner) stored() (Event, error) {
+	ev := Event{Kind: EventStored}
+	haveBlocks := false
+	err := s.object(func(key []byte) (err error) {
+		switch string(key) {
 		case "parent_hash":
-			if ev.ParentHash, err = s.optField64("parent_hash"); err != nil {
-				return err
-			}
+			ev.ParentHash, err = s.optField64("parent_hash")
 		case "start_position":
-			if ev.StartPosition, err = s.optField64("start_position"); err != nil {
-				return err
-			}
+			ev.StartPosition, err = s.optField64("start_position")
 		case "blocks":
-			s.push("blocks")
-			ev.Blocks, err = s.blocks()
-			s.pop()
-			if err != nil {
-				return err
-			}
+			ev.Blocks, err = member(s, "blocks", s.blocks)
 			haveBlocks = true
 		default:
-			if err := s.skip(1); err != nil {
-				return err
-			}
+			return errUnknownMember
 		}
+		return err
+	})
+	return ev, s.required(err, need{"blocks", haveBlocks})
+}
+
+func (s *scanner) removed() (Event, error) {
+	ev := Event{Kind: EventRemoved}
+	have := false
+	err := s.object(func(key []byte) (err error) {
+		if string(key) != "block_hashes" {
+			return errUnknownMember
+		}
+		ev.BlockHashes, err = member(s, "block_hashes", s.hashList)
+		have = true
+		return err
+	})
+	return ev, s.required(err, need{"block_hashes", have})
+}
+
+// cleared reads the value of the unit variant {"cleared":null}.
+func (s *scanner) cleared() (Event, error) {
+	null, err := s.null()
+	if err == nil && !null {
+		err = s.unexpected("null")
 	}
-	return s.required(haveBlocks, "blocks")
+	return Event{Kind: EventCleared}, err
 }
 
 // blocks reads the stored blocks. An empty list decodes as an empty,
 // non-nil slice.
+//
+// Unlike list, it decodes each block in place in the slice: events carry
+// many blocks, and this saves copying each one and an indirect call.
 func (s *scanner) blocks() ([]StoredBlock, error) {
-	if err := s.arrayStart(); err != nil {
-		return nil, err
-	}
 	blocks := make([]StoredBlock, 0, s.countElems())
-	for i := 0; ; i++ {
-		more, err := s.nextElem(i == 0)
-		if err != nil {
-			return nil, err
-		}
-		if !more {
-			return blocks, nil
-		}
-		s.pushIndex(i)
-		var b StoredBlock
-		err = s.block(&b)
-		s.pop()
-		if err != nil {
-			return nil, err
-		}
-		blocks = append(blocks, b)
-	}
+	err := s.array(func(int) error {
+		blocks = append(blocks, StoredBlock{})
+		return s.block(&blocks[len(blocks)-1])
+	})
+	return blocks, err
 }
 
-// countElems estimates the elements of the array that starts at the
-// current position (just after '['), to size its slice in one
-// allocation: the number of '{' or ',' at nesting depth zero, counting
-// only up to the array's end. Strings are skipped roughly; the count is
-// a capacity hint, never trusted.
+// countElems estimates the elements of the array that starts at the next
+// non-space byte, to size its slice in one allocation: the number of '{'
+// or ',' at nesting depth zero, counting only up to the array's end.
+// Strings are skipped roughly; the count is a capacity hint, never
+// trusted.
 func (s *scanner) countElems() int {
+	if s.peek() != '[' {
+		return 0 // not an array: reading it fails with the scanner's own error
+	}
 	n, depth := 0, 0
-	for i := s.pos; i < len(s.data) && n < 1<<16; i++ {
+	for i := s.pos + 1; i < len(s.data) && n < 1<<16; i++ {
 		switch s.data[i] {
 		case '[', '{':
 			if depth == 0 && s.data[i] == '{' {
@@ -339,45 +315,22 @@ func (s *scanner) countElems() int {
 
 func (s *scanner) block(b *StoredBlock) error {
 	var haveBlock, haveTokens bool
-	if err := s.objectStart(); err != nil {
-		return err
-	}
-	for first := true; ; first = false {
-		key, done, err := s.nextKey(first)
-		if err != nil {
-			return err
-		}
-		if done {
-			break
-		}
+	err := s.object(func(key []byte) (err error) {
 		switch string(key) {
 		case "block_hash":
-			if b.BlockHash, err = s.field64("block_hash"); err != nil {
-				return err
-			}
+			b.BlockHash, err = s.field64("block_hash")
 			haveBlock = true
 		case "tokens_hash":
-			if b.TokensHash, err = s.field64("tokens_hash"); err != nil {
-				return err
-			}
+			b.TokensHash, err = s.field64("tokens_hash")
 			haveTokens = true
 		case "mm_extra_info":
-			s.push("mm_extra_info")
-			b.MMObjects, err = s.mmExtraInfo()
-			s.pop()
-			if err != nil {
-				return err
-			}
+			b.MMObjects, err = member(s, "mm_extra_info", s.mmExtraInfo)
 		default:
-			if err := s.skip(1); err != nil {
-				return err
-			}
+			return errUnknownMember
 		}
-	}
-	if err := s.required(haveBlock, "block_hash"); err != nil {
 		return err
-	}
-	return s.required(haveTokens, "tokens_hash")
+	})
+	return s.required(err, need{"block_hash", haveBlock}, need{"tokens_hash", haveTokens})
 }
 
 // mmExtraInfo reads {"mm_objects":[...]} or null (nil result).
@@ -385,203 +338,71 @@ func (s *scanner) mmExtraInfo() ([]MMObject, error) {
 	if null, err := s.null(); null || err != nil {
 		return nil, err
 	}
-	if err := s.objectStart(); err != nil {
-		return nil, err
-	}
 	var objs []MMObject
 	have := false
-	for first := true; ; first = false {
-		key, done, err := s.nextKey(first)
-		if err != nil {
-			return nil, err
-		}
-		if done {
-			break
-		}
+	err := s.object(func(key []byte) (err error) {
 		if string(key) != "mm_objects" {
-			if err := s.skip(1); err != nil {
-				return nil, err
-			}
-			continue
+			return errUnknownMember
 		}
-		s.push("mm_objects")
-		objs, err = s.mmObjects()
-		s.pop()
-		if err != nil {
-			return nil, err
-		}
+		objs, err = member(s, "mm_objects", s.mmObjects)
 		have = true
-	}
-	if err := s.required(have, "mm_objects"); err != nil {
-		return nil, err
-	}
-	return objs, nil
+		return err
+	})
+	return objs, s.required(err, need{"mm_objects", have})
 }
 
 func (s *scanner) mmObjects() ([]MMObject, error) {
-	if err := s.arrayStart(); err != nil {
-		return nil, err
-	}
-	objs := []MMObject{}
-	for i := 0; ; i++ {
-		more, err := s.nextElem(i == 0)
-		if err != nil {
-			return nil, err
-		}
-		if !more {
-			return objs, nil
-		}
-		s.pushIndex(i)
-		var o MMObject
-		err = s.mmObject(&o)
-		s.pop()
-		if err != nil {
-			return nil, err
-		}
-		objs = append(objs, o)
-	}
+	return list(s, []MMObject{}, s.mmObject)
 }
 
-func (s *scanner) mmObject(o *MMObject) error {
+func (s *scanner) mmObject() (MMObject, error) {
+	var o MMObject
 	var haveHash, haveOffsets bool
-	if err := s.objectStart(); err != nil {
-		return err
-	}
-	for first := true; ; first = false {
-		key, done, err := s.nextKey(first)
-		if err != nil {
-			return err
-		}
-		if done {
-			break
-		}
+	err := s.object(func(key []byte) (err error) {
 		switch string(key) {
 		case "mm_hash":
-			if o.MMHash, err = s.field64("mm_hash"); err != nil {
-				return err
-			}
+			o.MMHash, err = s.field64("mm_hash")
 			haveHash = true
 		case "offsets":
-			s.push("offsets")
-			o.Offsets, err = s.offsets()
-			s.pop()
-			if err != nil {
-				return err
-			}
+			o.Offsets, err = member(s, "offsets", s.offsets)
 			haveOffsets = true
 		default:
-			if err := s.skip(1); err != nil {
-				return err
-			}
+			return errUnknownMember
 		}
-	}
-	if err := s.required(haveHash, "mm_hash"); err != nil {
 		return err
-	}
-	return s.required(haveOffsets, "offsets")
+	})
+	return o, s.required(err, need{"mm_hash", haveHash}, need{"offsets", haveOffsets})
 }
 
 // offsets reads [[start,end],...].
 func (s *scanner) offsets() ([][2]uint64, error) {
-	if err := s.arrayStart(); err != nil {
-		return nil, err
-	}
-	out := [][2]uint64{}
-	for i := 0; ; i++ {
-		more, err := s.nextElem(i == 0)
-		if err != nil {
-			return nil, err
-		}
-		if !more {
-			return out, nil
-		}
-		s.pushIndex(i)
-		pair, err := s.pair()
-		s.pop()
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, pair)
-	}
+	return list(s, [][2]uint64{}, s.pair)
 }
+
+// errExtraElement stops a pair's array at a third element, so that pair
+// can name the pair itself rather than the extra element's index.
+var errExtraElement = errors.New("extra element")
 
 func (s *scanner) pair() ([2]uint64, error) {
 	var pair [2]uint64
-	if err := s.arrayStart(); err != nil {
-		return pair, err
-	}
-	for j := 0; ; j++ {
-		more, err := s.nextElem(j == 0)
-		if err != nil {
-			return pair, err
+	n := 0
+	err := s.array(func(i int) (err error) {
+		if i >= len(pair) {
+			return errExtraElement
 		}
-		if !more {
-			if j != 2 {
-				return pair, s.fail("has %d elements, want 2", j)
-			}
-			return pair, nil
-		}
-		if j >= 2 {
-			return pair, s.fail("has more than 2 elements")
-		}
-		s.pushIndex(j)
-		pair[j], err = s.uint64()
-		s.pop()
-		if err != nil {
-			return pair, err
-		}
-	}
-}
-
-func (s *scanner) removed(ev *Event) error {
-	if err := s.objectStart(); err != nil {
+		pair[i], err = s.uint64()
+		n++
 		return err
+	})
+	switch {
+	case errors.Is(err, errExtraElement):
+		return pair, s.fail("has more than 2 elements")
+	case err == nil && n != len(pair):
+		return pair, s.fail("has %d elements, want 2", n)
 	}
-	have := false
-	for first := true; ; first = false {
-		key, done, err := s.nextKey(first)
-		if err != nil {
-			return err
-		}
-		if done {
-			break
-		}
-		if string(key) != "block_hashes" {
-			if err := s.skip(1); err != nil {
-				return err
-			}
-			continue
-		}
-		s.push("block_hashes")
-		ev.BlockHashes, err = s.hashList()
-		s.pop()
-		if err != nil {
-			return err
-		}
-		have = true
-	}
-	return s.required(have, "block_hashes")
+	return pair, err
 }
 
 func (s *scanner) hashList() ([]uint64, error) {
-	if err := s.arrayStart(); err != nil {
-		return nil, err
-	}
-	hashes := make([]uint64, 0, 8)
-	for i := 0; ; i++ {
-		more, err := s.nextElem(i == 0)
-		if err != nil {
-			return nil, err
-		}
-		if !more {
-			return hashes, nil
-		}
-		s.pushIndex(i)
-		h, err := s.uint64()
-		s.pop()
-		if err != nil {
-			return nil, err
-		}
-		hashes = append(hashes, h)
-	}
+	return list(s, make([]uint64, 0, 8), s.uint64)
 }

@@ -141,13 +141,35 @@ func (s *scanner) literal(lit string) error {
 	return nil
 }
 
-// objectStart consumes '{'. Read the members with nextKey.
-func (s *scanner) objectStart() error {
+// errUnknownMember is what an object's member callback returns for a key
+// it does not know: object then skips the value. It never leaves the
+// scanner.
+var errUnknownMember = errors.New("unknown member")
+
+// object reads an object, calling member with each key once the scanner
+// stands at the member's value. member reads the value (naming the member
+// on the path itself: some readers name it only after a null check), or
+// returns errUnknownMember to have it skipped; errors in a skipped value
+// are named by the object's path, as the member is not ours to name.
+func (s *scanner) object(member func(key []byte) error) error {
 	if s.peek() != '{' {
 		return s.unexpected("an object")
 	}
 	s.pos++
-	return nil
+	for first := true; ; first = false {
+		key, done, err := s.nextKey(first)
+		if err != nil || done {
+			return err
+		}
+		if err := member(key); err != nil {
+			if !errors.Is(err, errUnknownMember) {
+				return err
+			}
+			if err := s.skip(1); err != nil {
+				return err
+			}
+		}
+	}
 }
 
 // nextKey reads the next member's key and its colon. first says whether
@@ -179,13 +201,36 @@ func (s *scanner) nextKey(first bool) (key []byte, done bool, err error) {
 	return key, false, nil
 }
 
-// arrayStart consumes '['. Read the elements with nextElem.
-func (s *scanner) arrayStart() error {
+// array reads an array, calling elem for each element with its index on
+// the path, so errors name it ("blocks[2]").
+func (s *scanner) array(elem func(i int) error) error {
+	return s.elements(true, elem)
+}
+
+// elements is the one array loop. named says whether the index goes on
+// the path while elem runs: skip passes false, because errors inside an
+// unknown member's value have always been named by the enclosing object.
+func (s *scanner) elements(named bool, elem func(i int) error) error {
 	if s.peek() != '[' {
 		return s.unexpected("an array")
 	}
 	s.pos++
-	return nil
+	for i := 0; ; i++ {
+		more, err := s.nextElem(i == 0)
+		if err != nil || !more {
+			return err
+		}
+		if named {
+			s.pushIndex(i)
+		}
+		err = elem(i)
+		if named {
+			s.pop()
+		}
+		if err != nil {
+			return err
+		}
+	}
 }
 
 // nextElem reports whether another element follows (consuming the comma
@@ -420,33 +465,9 @@ func (s *scanner) skip(depth int) error {
 	}
 	switch c := s.peek(); {
 	case c == '{':
-		s.pos++
-		for first := true; ; first = false {
-			_, done, err := s.nextKey(first)
-			if err != nil {
-				return err
-			}
-			if done {
-				return nil
-			}
-			if err := s.skip(depth + 1); err != nil {
-				return err
-			}
-		}
+		return s.object(func([]byte) error { return s.skip(depth + 1) })
 	case c == '[':
-		s.pos++
-		for first := true; ; first = false {
-			more, err := s.nextElem(first)
-			if err != nil {
-				return err
-			}
-			if !more {
-				return nil
-			}
-			if err := s.skip(depth + 1); err != nil {
-				return err
-			}
-		}
+		return s.elements(false, func(int) error { return s.skip(depth + 1) })
 	case c == '"':
 		_, err := s.str()
 		return err

@@ -50,15 +50,15 @@ func newSeededKeys(seed uint64) seededKeys {
 // baseKeys serves every hash with BaseSeed: the chain and option-free blocks.
 var baseKeys = newSeededKeys(BaseSeed)
 
-func mulFold(a, b uint64) uint64 {
-	hi, lo := bits.Mul64(a, b)
-	return hi ^ lo
-}
-
 func finalize(h uint64) uint64 {
 	h ^= h >> 37
 	h *= avalanche
 	return h ^ h>>32
+}
+
+func mulFold(a, b uint64) uint64 {
+	hi, lo := bits.Mul64(a, b)
+	return hi ^ lo
 }
 
 // hash9to16 is XXH3-64 of an input of 9..16 bytes whose first and last
@@ -93,7 +93,16 @@ func hashBlocks64B(l, sq []uint64, tokens []uint32, stride int, k *seededKeys) (
 		acc += mulFold(pair(t, 8)^k.mix[6], pair(t, 10)^k.mix[7])
 		l[i] = finalize(acc)
 		if sq != nil && i > 0 {
-			chain = extendChain(chain, l[i-1], i-1)
+			if i == 1 {
+				chain = l[0]
+			} else {
+				// hash16(chain, l[i-1]), written out: on WebAssembly,
+				// where Mul64 and ReverseBytes64 are not instructions, it
+				// is over Go's inlining budget, and a call per block would
+				// cost as much as the step.
+				lo, hi := chain^baseKeys.bitflip1, l[i-1]^baseKeys.bitflip2
+				chain = finalize(16 + bits.ReverseBytes64(lo) + hi + mulFold(lo, hi))
+			}
 			sq[i-1] = chain
 		}
 	}
