@@ -12,7 +12,7 @@ BENCH_TARGETS += bench-wasm
 .PHONY: js-test bench-wasm
 
 js-test: $(WASMHOSTS_MODULE)
-	KVHASH_WASM=$(abspath $(WASMHOSTS_MODULE)) $(NODE) --test bindings/js/test/
+	KVHASH_WASM=$(abspath $(WASMHOSTS_MODULE)) $(NODE) --test bindings/js/test/*.test.js
 
 # Start times in wazero (cold: empty compilation cache; cached: the second
 # start from the same cache), then 8k-token hashing through wazero and

@@ -29,6 +29,9 @@ type allocation struct {
 type allocTable struct {
 	live  []allocation
 	bytes uint64 // sum of len(mem)
+	// hit is the index of the allocation the last lookup found: hosts
+	// usually pass every argument of a call inside one scratch buffer.
+	hit int
 }
 
 // room checks, before allocating, that size more bytes stay within
@@ -69,6 +72,9 @@ func (t *allocTable) remove(base uint32) error {
 // find returns the index of the allocation that holds ptr (found), or the
 // index where an allocation starting at ptr would be inserted.
 func (t *allocTable) find(ptr uint32) (int, bool) {
+	if t.hit < len(t.live) && t.live[t.hit].holds(ptr) {
+		return t.hit, true
+	}
 	// The first allocation starting after ptr; the one before may hold it.
 	i, _ := slices.BinarySearchFunc(t.live, ptr, func(a allocation, p uint32) int {
 		if a.base <= p {
@@ -76,13 +82,17 @@ func (t *allocTable) find(ptr uint32) (int, bool) {
 		}
 		return 1
 	})
-	if i > 0 {
-		a := t.live[i-1]
-		if uint64(ptr) < uint64(a.base)+uint64(max(len(a.mem), 1)) {
-			return i - 1, true
-		}
+	if i > 0 && t.live[i-1].holds(ptr) {
+		t.hit = i - 1
+		return i - 1, true
 	}
 	return i, false
+}
+
+// holds reports whether ptr lies inside a (a zero-size allocation holds
+// its base, so that it can be freed).
+func (a *allocation) holds(ptr uint32) bool {
+	return ptr >= a.base && uint64(ptr) < uint64(a.base)+uint64(max(len(a.mem), 1))
 }
 
 // slice returns the n bytes at ptr, which must lie inside one live

@@ -149,3 +149,27 @@ func TestReport(t *testing.T) {
 	assert.Zero(t, v)
 	assert.Contains(t, lastError, "bang")
 }
+
+// The last-hit cache must never answer for an allocation that moved in the
+// table or was freed.
+func TestAllocTableHitCacheAfterFree(t *testing.T) {
+	tb, bufs := table(t, map[uint32]int{0x1000: 16, 0x2000: 16, 0x3000: 16})
+	var a abi.Args
+	b := tb.slice(&a, 0x3004, 4, "x")
+	require.NoError(t, a.Err)
+	assert.Same(t, &bufs[0x3000][4], &b[0])
+
+	require.NoError(t, tb.remove(0x1000)) // 0x3000 moves from index 2 to 1
+	b = tb.slice(&a, 0x3004, 4, "x")
+	require.NoError(t, a.Err)
+	assert.Same(t, &bufs[0x3000][4], &b[0])
+
+	require.NoError(t, tb.remove(0x3000)) // the cached index now holds nothing
+	tb.slice(&a, 0x3004, 4, "x")
+	require.ErrorIs(t, a.Err, abi.ErrOutOfBounds)
+
+	a = abi.Args{}
+	b = tb.slice(&a, 0x2008, 8, "x")
+	require.NoError(t, a.Err)
+	assert.Same(t, &bufs[0x2000][8], &b[0])
+}
