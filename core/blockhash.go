@@ -100,13 +100,22 @@ func appendHashes(local, seq []uint64, withSequence bool, tokens []uint32, block
 	if window == 16 && len(opts.MMHashes) == 0 {
 		chain = hashBlocks64B(l, sq, tokens, blockSize, keys)
 	} else {
-		var scratch []byte
+		var scratch, encoded []byte
+		// Windows longer than the fixed paths go straight to XXH3 over the
+		// prompt's bytes, viewed (or on big-endian hosts encoded) once.
+		var prompt []byte
+		if window > 32 && n > 0 {
+			prompt = tokenBytes(tokens[:(n-1)*blockSize+window], &encoded)
+		}
 		for i := range l {
 			block := tokens[i*blockSize : i*blockSize+window]
-			if i < len(opts.MMHashes) && len(opts.MMHashes[i]) > 0 {
+			switch {
+			case i < len(opts.MMHashes) && len(opts.MMHashes[i]) > 0:
 				scratch = appendMultimodalBlock(scratch[:0], block, opts.MMHashes[i])
 				l[i] = xxh3.HashSeed(scratch, seed)
-			} else {
+			case prompt != nil:
+				l[i] = xxh3.HashSeed(prompt[4*i*blockSize:4*(i*blockSize+window)], seed)
+			default:
 				l[i] = hashTokens(block, seed, keys, &scratch)
 			}
 			if withSequence && i > 0 {
