@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/binary"
 	"encoding/hex"
-	"encoding/json"
 	"fmt"
 	"math"
 	"os"
@@ -12,7 +11,6 @@ import (
 	"regexp"
 	"slices"
 	"sort"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -23,7 +21,9 @@ import (
 	"github.com/tetratelabs/wazero/api"
 	"github.com/tetratelabs/wazero/imports/wasi_snapshot_preview1"
 
+	"github.com/kvhash/kvhash/core"
 	"github.com/kvhash/kvhash/internal/abi"
+	"github.com/kvhash/kvhash/internal/vectors"
 )
 
 // These tests run the built module (make build/kvhash.wasm; KVHASH_WASM
@@ -139,20 +139,25 @@ func (in *instance) put(b []byte) uint64 {
 	return p
 }
 
-func (in *instance) putU32s(v []uint32) uint64 {
+func (in *instance) putU32s(v []uint32) uint64 { return in.put(u32Bytes(v)) }
+
+func (in *instance) putU64s(v []uint64) uint64 { return in.put(u64Bytes(v)) }
+
+// u32Bytes and u64Bytes are v in the module's (little-endian) layout.
+func u32Bytes(v []uint32) []byte {
 	b := make([]byte, 0, 4*len(v))
 	for _, x := range v {
 		b = binary.LittleEndian.AppendUint32(b, x)
 	}
-	return in.put(b)
+	return b
 }
 
-func (in *instance) putU64s(v []uint64) uint64 {
+func u64Bytes(v []uint64) []byte {
 	b := make([]byte, 0, 8*len(v))
 	for _, x := range v {
 		b = binary.LittleEndian.AppendUint64(b, x)
 	}
-	return in.put(b)
+	return b
 }
 
 func (in *instance) u64s(p uint64, n int) []uint64 {
@@ -383,173 +388,126 @@ func TestModuleNeverTraps(t *testing.T) {
 	}
 }
 
-// vectorCase is one case of a conformance/vectors file.
-type vectorCase struct {
-	Kind      string   `json:"kind"`
-	Name      string   `json:"name"`
-	Tokens    []uint32 `json:"tokens"`
-	BlockSize int64    `json:"block_size"`
-	Options   struct {
-		LoraName       *string    `json:"lora_name"`
-		CacheNamespace *string    `json:"cache_namespace"`
-		Eagle          bool       `json:"eagle"`
-		MMHashes       [][]string `json:"mm_hashes"`
-	} `json:"options"`
-	Seed           string   `json:"seed"`
-	BlockHashes    []string `json:"block_hashes"`
-	SequenceHashes []string `json:"sequence_hashes"`
-	LoraName       *string  `json:"lora_name"`
-	CacheNamespace *string  `json:"cache_namespace"`
-	BytesHex       string   `json:"bytes_hex"`
-	Hash           string   `json:"hash"`
-}
-
-func u64s(t *testing.T, ss []string) []uint64 {
-	v := make([]uint64, len(ss))
-	for i, s := range ss {
-		var err error
-		v[i], err = strconv.ParseUint(s, 10, 64)
-		require.NoError(t, err)
-	}
-	return v
-}
-
-func deref(s *string) string {
-	if s == nil {
-		return ""
-	}
-	return *s
-}
-
 // Every v1 vector through the module: the WASM binding's own check.
 func TestModuleVectors(t *testing.T) {
-	files, err := filepath.Glob(filepath.Join("..", "conformance", "vectors", "v1", "*.json"))
+	groups, err := vectors.Load(core.SpecVersion)
 	require.NoError(t, err)
-	require.NotEmpty(t, files)
 	in := newInstance(t)
 	outLen := in.alloc(4)
 	cases := 0
-	for _, file := range files {
-		data, err := os.ReadFile(file)
-		require.NoError(t, err)
-		var group struct{ Cases []vectorCase }
-		require.NoError(t, json.Unmarshal(data, &group))
-		for _, c := range group.Cases {
+	for _, g := range groups {
+		for _, c := range g.Cases {
 			cases++
-			id := filepath.Base(file) + "/" + c.Name
-			// Each case allocates its buffers; free them all after.
-			var allocs []uint64
-			put := func(b []byte) uint64 {
-				p := in.put(b)
-				if p != 0 {
-					allocs = append(allocs, p)
-				}
-				return p
-			}
-			str := func(s *string) (uint64, uint64) { return put([]byte(deref(s))), uint64(len(deref(s))) }
-			// promptArgs are the arguments both hashing exports start with.
-			promptArgs := func() []uint64 {
-				b := make([]byte, 0, 4*len(c.Tokens))
-				for _, x := range c.Tokens {
-					b = binary.LittleEndian.AppendUint32(b, x)
-				}
-				tok := put(b)
-				lp, ll := str(c.Options.LoraName)
-				np, nl := str(c.Options.CacheNamespace)
-				var counts []byte
-				var flat []byte
-				for _, e := range c.Options.MMHashes {
-					counts = binary.LittleEndian.AppendUint32(counts, uint32(len(e)))
-					for _, h := range u64s(t, e) {
-						flat = binary.LittleEndian.AppendUint64(flat, h)
-					}
-				}
-				eagle := uint64(0)
-				if c.Options.Eagle {
-					eagle = 1
-				}
-				return []uint64{tok, uint64(len(c.Tokens)), uint64(c.BlockSize), lp, ll, np, nl, eagle,
-					put(flat), put(counts), uint64(len(c.Options.MMHashes))}
-			}
-			hashCall := func(cap int) (abi.Status, []uint64) {
-				out := put(make([]byte, 8*cap))
-				st := in.status("kvhash_block_hashes", append(promptArgs(), out, uint64(cap), outLen)...)
-				if st != abi.StatusOK {
-					return st, nil
-				}
-				return st, in.u64s(out, int(in.u32(outLen)))
-			}
-			fusedCall := func(cap int) (st abi.Status, local, seq []uint64) {
-				lo, so := put(make([]byte, 8*cap)), put(make([]byte, 8*cap))
-				st = in.status("kvhash_block_and_sequence_hashes", append(promptArgs(), lo, so, uint64(cap), outLen)...)
-				if st != abi.StatusOK {
-					return st, nil, nil
-				}
-				n := int(in.u32(outLen))
-				return st, in.u64s(lo, n), in.u64s(so, n)
-			}
-			switch c.Kind {
-			case "block":
-				want := u64s(t, c.BlockHashes)
-				st, got := hashCall(len(want))
-				require.Equal(t, abi.StatusOK, st, "%s: %s", id, in.lastError())
-				assert.Equal(t, want, got, id)
-				lp, ll := str(c.Options.LoraName)
-				np, nl := str(c.Options.CacheNamespace)
-				assert.Equal(t, u64s(t, []string{c.Seed})[0], in.call("kvhash_seed", lp, ll, np, nl)[0], id)
-				st, local, seq := fusedCall(len(want))
-				require.Equal(t, abi.StatusOK, st, "%s: %s", id, in.lastError())
-				assert.Equal(t, want, local, "%s: fused local hashes", id)
-				assert.Equal(t, u64s(t, c.SequenceHashes), seq, "%s: fused sequence hashes", id)
-				if len(want) > 0 {
-					st, _, _ = fusedCall(len(want) - 1)
-					assert.Equal(t, abi.StatusBufferTooSmall, st, id)
-					assert.Equal(t, uint32(len(want)), in.u32(outLen), "%s: fused count needed", id)
-					seq := put(make([]byte, 8*len(want)))
-					blocks := make([]byte, 0, 8*len(want))
-					for _, h := range want {
-						blocks = binary.LittleEndian.AppendUint64(blocks, h)
-					}
-					require.Equal(t, abi.StatusOK, in.status("kvhash_sequence_hashes", put(blocks), uint64(len(want)), seq, uint64(len(want)), outLen))
-					assert.Equal(t, u64s(t, c.SequenceHashes), in.u64s(seq, len(want)), id)
-				}
-			case "error":
-				st, _ := hashCall(64)
-				assert.Equal(t, abi.StatusInvalidArgument, st, id)
-				st, _, _ = fusedCall(64)
-				assert.Equal(t, abi.StatusInvalidArgument, st, id)
-			case "seed":
-				lp, ll := str(c.LoraName)
-				np, nl := str(c.CacheNamespace)
-				assert.Equal(t, u64s(t, []string{c.Seed})[0], in.call("kvhash_seed", lp, ll, np, nl)[0], id)
-			case "chain":
-				locals := u64s(t, c.BlockHashes)
-				var b []byte
-				for _, h := range locals {
-					b = binary.LittleEndian.AppendUint64(b, h)
-				}
-				seq := put(make([]byte, 8*len(locals)))
-				require.Equal(t, abi.StatusOK, in.status("kvhash_sequence_hashes", put(b), uint64(len(locals)), seq, uint64(len(locals)), outLen))
-				if len(locals) > 0 {
-					assert.Equal(t, u64s(t, c.SequenceHashes), in.u64s(seq, len(locals)), id)
-				}
-			case "raw":
-				b, err := hex.DecodeString(c.BytesHex)
-				require.NoError(t, err)
-				data := uint64(0) // a NULL pointer is fine with length 0
-				if len(b) > 0 {
-					data = put(b)
-				}
-				out := put(make([]byte, 8))
-				require.Equal(t, abi.StatusOK, in.status("kvhash_raw_hash", data, uint64(len(b)), out), id)
-				assert.Equal(t, u64s(t, []string{c.Hash}), in.u64s(out, 1), id)
-			default:
-				t.Fatalf("%s: unknown case kind %q", id, c.Kind)
-			}
-			for _, p := range allocs {
-				in.call("kvhash_free", p)
-			}
+			checkVector(t, in, outLen, g.Name+"/"+c.Name, c)
 		}
 	}
 	assert.Greater(t, cases, 300)
+}
+
+// checkVector runs one case through the exports of its kind; outLen is a
+// 4-byte allocation the caller keeps for every case.
+func checkVector(t *testing.T, in *instance, outLen uint64, id string, c vectors.Case) {
+	t.Helper()
+	// Each case allocates its buffers; free them all after.
+	var allocs []uint64
+	defer func() {
+		for _, p := range allocs {
+			in.call("kvhash_free", p)
+		}
+	}()
+	put := func(b []byte) uint64 {
+		p := in.put(b)
+		if p != 0 {
+			allocs = append(allocs, p)
+		}
+		return p
+	}
+	str := func(s string) (uint64, uint64) { return put([]byte(s)), uint64(len(s)) }
+	opts := c.CoreOptions()
+	// promptArgs are the arguments both hashing exports start with.
+	promptArgs := func() []uint64 {
+		lp, ll := str(opts.LoraName)
+		np, nl := str(opts.CacheNamespace)
+		var counts, flat []byte
+		for _, e := range opts.MMHashes {
+			counts = binary.LittleEndian.AppendUint32(counts, uint32(len(e)))
+			flat = append(flat, u64Bytes(e)...)
+		}
+		eagle := uint64(0)
+		if opts.Eagle {
+			eagle = 1
+		}
+		return []uint64{put(u32Bytes(c.Tokens)), uint64(len(c.Tokens)), uint64(c.BlockSize), lp, ll, np, nl, eagle,
+			put(flat), put(counts), uint64(len(opts.MMHashes))}
+	}
+	hashCall := func(cap int) (abi.Status, []uint64) {
+		out := put(make([]byte, 8*cap))
+		st := in.status("kvhash_block_hashes", append(promptArgs(), out, uint64(cap), outLen)...)
+		if st != abi.StatusOK {
+			return st, nil
+		}
+		return st, in.u64s(out, int(in.u32(outLen)))
+	}
+	fusedCall := func(cap int) (st abi.Status, local, seq []uint64) {
+		lo, so := put(make([]byte, 8*cap)), put(make([]byte, 8*cap))
+		st = in.status("kvhash_block_and_sequence_hashes", append(promptArgs(), lo, so, uint64(cap), outLen)...)
+		if st != abi.StatusOK {
+			return st, nil, nil
+		}
+		n := int(in.u32(outLen))
+		return st, in.u64s(lo, n), in.u64s(so, n)
+	}
+	// sequenceCall runs kvhash_sequence_hashes over locals.
+	sequenceCall := func(locals []uint64) []uint64 {
+		seq := put(make([]byte, 8*len(locals)))
+		require.Equal(t, abi.StatusOK, in.status("kvhash_sequence_hashes", put(u64Bytes(locals)), uint64(len(locals)), seq, uint64(len(locals)), outLen), id)
+		return in.u64s(seq, len(locals))
+	}
+	switch c.Kind {
+	case vectors.KindBlock:
+		want := vectors.Uint64s(c.BlockHashes)
+		st, got := hashCall(len(want))
+		require.Equal(t, abi.StatusOK, st, "%s: %s", id, in.lastError())
+		assert.Equal(t, want, got, id)
+		lp, ll := str(opts.LoraName)
+		np, nl := str(opts.CacheNamespace)
+		assert.Equal(t, uint64(c.Seed), in.call("kvhash_seed", lp, ll, np, nl)[0], id)
+		st, local, seq := fusedCall(len(want))
+		require.Equal(t, abi.StatusOK, st, "%s: %s", id, in.lastError())
+		assert.Equal(t, want, local, "%s: fused local hashes", id)
+		assert.Equal(t, vectors.Uint64s(c.SequenceHashes), seq, "%s: fused sequence hashes", id)
+		if len(want) > 0 {
+			st, _, _ = fusedCall(len(want) - 1)
+			assert.Equal(t, abi.StatusBufferTooSmall, st, id)
+			assert.Equal(t, uint32(len(want)), in.u32(outLen), "%s: fused count needed", id)
+			assert.Equal(t, vectors.Uint64s(c.SequenceHashes), sequenceCall(want), id)
+		}
+	case vectors.KindError:
+		st, _ := hashCall(64)
+		assert.Equal(t, abi.StatusInvalidArgument, st, id)
+		st, _, _ = fusedCall(64)
+		assert.Equal(t, abi.StatusInvalidArgument, st, id)
+	case vectors.KindSeed:
+		lp, ll := str(c.LoraName)
+		np, nl := str(c.CacheNamespace)
+		assert.Equal(t, uint64(c.Seed), in.call("kvhash_seed", lp, ll, np, nl)[0], id)
+	case vectors.KindChain:
+		locals := vectors.Uint64s(c.BlockHashes)
+		seq := sequenceCall(locals)
+		if len(locals) > 0 {
+			assert.Equal(t, vectors.Uint64s(c.SequenceHashes), seq, id)
+		}
+	case vectors.KindRaw:
+		b, err := hex.DecodeString(c.BytesHex)
+		require.NoError(t, err)
+		data := uint64(0) // a NULL pointer is fine with length 0
+		if len(b) > 0 {
+			data = put(b)
+		}
+		out := put(make([]byte, 8))
+		require.Equal(t, abi.StatusOK, in.status("kvhash_raw_hash", data, uint64(len(b)), out), id)
+		assert.Equal(t, []uint64{uint64(c.Hash)}, in.u64s(out, 1), id)
+	default:
+		t.Fatalf("%s: unknown case kind %q", id, c.Kind)
+	}
 }

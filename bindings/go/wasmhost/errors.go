@@ -5,43 +5,34 @@ import (
 	"fmt"
 
 	"github.com/kvhash/kvhash/core"
+	"github.com/kvhash/kvhash/internal/abi"
 )
 
 // Status is a status code returned by a kvhash export (the ABI shared by
-// the C library and the WASM module).
+// the C library and the WASM module). The values and names come from
+// internal/abi, their one definition; it is its own type rather than an
+// alias of abi.Status so that its documentation and methods stay this
+// package's (an internal type's would not show in its godoc) and a code
+// this package does not know still prints as "kvhash status N".
 type Status int32
 
 // Status codes of the kvhash ABI.
 const (
-	StatusOK              Status = 0
-	StatusInvalidArgument Status = -1
-	StatusBufferTooSmall  Status = -2
-	StatusUnknownHandle   Status = -3
-	StatusDecode          Status = -4
-	StatusRejected        Status = -5
-	StatusInternal        Status = -6
-	StatusOutOfBounds     Status = -7
+	StatusOK              = Status(abi.StatusOK)
+	StatusInvalidArgument = Status(abi.StatusInvalidArgument)
+	StatusBufferTooSmall  = Status(abi.StatusBufferTooSmall)
+	StatusUnknownHandle   = Status(abi.StatusUnknownHandle)
+	StatusDecode          = Status(abi.StatusDecode)
+	StatusRejected        = Status(abi.StatusRejected)
+	StatusInternal        = Status(abi.StatusInternal)
+	StatusOutOfBounds     = Status(abi.StatusOutOfBounds)
 )
 
-// String names the status as the C header does.
+// String names the status as the C header does. A code outside the ABI
+// (a module newer than this package) is shown as a number.
 func (s Status) String() string {
-	switch s {
-	case StatusOK:
-		return "KVHASH_OK"
-	case StatusInvalidArgument:
-		return "KVHASH_ERR_INVALID_ARGUMENT"
-	case StatusBufferTooSmall:
-		return "KVHASH_ERR_BUFFER_TOO_SMALL"
-	case StatusUnknownHandle:
-		return "KVHASH_ERR_UNKNOWN_HANDLE"
-	case StatusDecode:
-		return "KVHASH_ERR_DECODE"
-	case StatusRejected:
-		return "KVHASH_ERR_REJECTED"
-	case StatusInternal:
-		return "KVHASH_ERR_INTERNAL"
-	case StatusOutOfBounds:
-		return "KVHASH_ERR_OUT_OF_BOUNDS"
+	if s <= StatusOK && s >= Status(abi.MinStatus) {
+		return abi.Status(s).String()
 	}
 	return fmt.Sprintf("kvhash status %d", int32(s))
 }

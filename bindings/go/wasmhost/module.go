@@ -12,6 +12,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/kvhash/kvhash/core"
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/experimental"
 	"github.com/tetratelabs/wazero/imports/wasi_snapshot_preview1"
@@ -32,7 +33,7 @@ type Module struct {
 }
 
 // stabilityVars are the variables core.ModeFromEnvironment reads.
-var stabilityVars = []string{"KVHASH_ENFORCE_ENGINE_HASH_STABILITY", "DYN_KV_ENFORCE_ENGINE_HASH_STABILITY"}
+var stabilityVars = []string{core.EnvEnforce, core.EnvEnforceUpstream}
 
 // LoadFile reads the module at path and loads it (see Load).
 func LoadFile(ctx context.Context, path string, cfg Config) (*Module, error) {

@@ -2,7 +2,6 @@ package main
 
 import (
 	"errors"
-	"fmt"
 
 	"github.com/kvhash/kvhash/conformance/testees/protocol"
 	"github.com/kvhash/kvhash/core"
@@ -12,14 +11,9 @@ const hasIndex = true
 
 // NewIndex returns a fresh core.Index in the requested mode.
 func (b binding) NewIndex(mode string) (protocol.Index, error) {
-	var m core.Mode
-	switch mode {
-	case protocol.ModeWarn:
-		m = core.ModeWarn
-	case protocol.ModeEnforce:
-		m = core.ModeEnforce
-	default:
-		return nil, fmt.Errorf("%w: mode %q", core.ErrInvalidArgument, mode)
+	m, err := protocol.CoreMode(mode)
+	if err != nil {
+		return nil, err
 	}
 	return index{x: core.NewIndex(core.IndexOptions{Mode: m}), breakMode: b.breakMode}, nil
 }
@@ -52,13 +46,11 @@ func (ix index) ApplyJSON(workerID uint64, event []byte) error {
 }
 
 func (ix index) FindMatches(localHashes []uint64, earlyExit bool) ([]protocol.Match, error) {
-	var out []protocol.Match
-	for _, m := range ix.x.AppendMatches(nil, localHashes, earlyExit) {
-		if ix.breakMode == "index" {
-			m.TreeSize++
+	out := protocol.FromCoreMatches(ix.x.AppendMatches(nil, localHashes, earlyExit))
+	if ix.breakMode == "index" {
+		for i := range out {
+			out[i].TreeSize++
 		}
-		out = append(out, protocol.Match{WorkerID: protocol.U64(m.Worker.ID), DPRank: m.Worker.DPRank,
-			Score: m.Score, TreeSize: protocol.U64(m.TreeSize)})
 	}
 	return out, nil
 }

@@ -2,26 +2,19 @@ package main
 
 import (
 	"errors"
-	"fmt"
 	"strings"
 
 	"github.com/kvhash/kvhash/bindings/go/wasmhost"
 	"github.com/kvhash/kvhash/conformance/testees/protocol"
-	"github.com/kvhash/kvhash/core"
 )
 
 const hasIndex = true
 
 // NewIndex returns a fresh index in the module.
 func (b binding) NewIndex(mode string) (protocol.Index, error) {
-	var m core.Mode
-	switch mode {
-	case protocol.ModeWarn:
-		m = core.ModeWarn
-	case protocol.ModeEnforce:
-		m = core.ModeEnforce
-	default:
-		return nil, fmt.Errorf("mode %q: want warn or enforce", mode)
+	m, err := protocol.CoreMode(mode)
+	if err != nil {
+		return nil, err
 	}
 	x, err := b.m.NewIndex(m)
 	if err != nil {
@@ -58,12 +51,7 @@ func (ix index) FindMatches(localHashes []uint64, earlyExit bool) ([]protocol.Ma
 	if err != nil {
 		return nil, err
 	}
-	out := make([]protocol.Match, len(matches))
-	for i, m := range matches {
-		out[i] = protocol.Match{WorkerID: protocol.U64(m.Worker.ID), DPRank: m.Worker.DPRank,
-			Score: m.Score, TreeSize: protocol.U64(m.TreeSize)}
-	}
-	return out, nil
+	return protocol.FromCoreMatches(matches), nil
 }
 
 func (ix index) RemoveWorker(workerID uint64) error   { return ix.x.RemoveWorker(workerID) }
