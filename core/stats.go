@@ -1,6 +1,10 @@
 package core
 
-import "strconv"
+import (
+	"encoding/json"
+	"fmt"
+	"strconv"
+)
 
 // WorkerStats describes one known worker (rank).
 type WorkerStats struct {
@@ -66,4 +70,67 @@ func appendViolations(b []byte, counts *[NumViolations]uint64) []byte {
 		b = strconv.AppendUint(b, counts[k], 10)
 	}
 	return append(b, '}')
+}
+
+// UnmarshalJSON reads the stats JSON MarshalJSON writes, so that a host
+// holding only the JSON (a WASM or C caller's answer) gets Stats back
+// without restating the schema. Unknown modes and violation kinds are
+// errors: they mean a library newer than this reader.
+func (s *Stats) UnmarshalJSON(data []byte) error {
+	var raw struct {
+		Mode       string            `json:"mode"`
+		Nodes      uint64            `json:"nodes"`
+		Violations map[string]uint64 `json:"violations"`
+		Workers    []struct {
+			WorkerID   uint64            `json:"worker_id"`
+			DPRank     uint32            `json:"dp_rank"`
+			Blocks     uint64            `json:"blocks"`
+			Unstable   bool              `json:"unstable"`
+			Violations map[string]uint64 `json:"violations"`
+		} `json:"workers"`
+	}
+	if err := json.Unmarshal(data, &raw); err != nil {
+		return fmt.Errorf("%w: stats: %v", ErrDecode, err)
+	}
+	mode, err := parseMode(raw.Mode)
+	if err != nil {
+		return err
+	}
+	out := Stats{Mode: mode, Nodes: raw.Nodes, Workers: make([]WorkerStats, len(raw.Workers))}
+	if err := readViolations(&out.Violations, raw.Violations); err != nil {
+		return err
+	}
+	for i, w := range raw.Workers {
+		ws := &out.Workers[i]
+		ws.Worker = Worker{ID: w.WorkerID, DPRank: w.DPRank}
+		ws.Blocks, ws.Unstable = w.Blocks, w.Unstable
+		if err := readViolations(&ws.Violations, w.Violations); err != nil {
+			return err
+		}
+	}
+	*s = out
+	return nil
+}
+
+func parseMode(name string) (Mode, error) {
+	for m := ModeFromEnvironment; m.Valid(); m++ {
+		if m.String() == name {
+			return m, nil
+		}
+	}
+	return 0, fmt.Errorf("%w: stats: unknown mode %q", ErrDecode, name)
+}
+
+func readViolations(dst *[NumViolations]uint64, counts map[string]uint64) error {
+	for name, n := range counts {
+		k := Violation(0)
+		for k < NumViolations && k.String() != name {
+			k++
+		}
+		if k == NumViolations {
+			return fmt.Errorf("%w: stats: unknown violation %q", ErrDecode, name)
+		}
+		dst[k] = n
+	}
+	return nil
 }

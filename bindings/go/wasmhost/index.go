@@ -2,6 +2,7 @@ package wasmhost
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"slices"
 
@@ -374,7 +375,11 @@ func (x *Index) Stats() (core.Stats, error) {
 	if err != nil {
 		return core.Stats{}, err
 	}
-	return decodeStats(data)
+	var stats core.Stats
+	if err := json.Unmarshal(data, &stats); err != nil {
+		return core.Stats{}, fmt.Errorf("kvhash_index_stats_json: %w", err)
+	}
+	return stats, nil
 }
 
 // bytesResult runs a (handle, buf, cap, out_len) export, growing buf to

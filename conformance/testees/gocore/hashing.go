@@ -11,29 +11,16 @@ type binding struct {
 }
 
 func (b binding) Hello() protocol.Hello {
-	ops := []string{protocol.OpHello, protocol.OpBlockHashes, protocol.OpSequenceHashes,
-		protocol.OpSeed, protocol.OpChainStep, protocol.OpRawHash}
-	if hasIndex {
-		ops = append(ops, protocol.OpIndex)
-	}
 	return protocol.Hello{Binding: "go", LibraryVersion: core.Version,
-		SpecVersion: core.SpecVersion, Ops: ops}
+		SpecVersion: core.SpecVersion, Ops: protocol.AllOps}
 }
 
 func (b binding) BlockHashes(tokens []uint32, blockSize int64, opts protocol.Options) ([]uint64, error) {
-	lora := opts.Lora()
-	if b.breakMode == "lora" && lora != "" {
-		lora += "x"
+	o := opts.CoreOptions()
+	if b.breakMode == "lora" && o.LoraName != "" {
+		o.LoraName += "x"
 	}
-	mm := make([][]uint64, len(opts.MMHashes))
-	for i, entry := range opts.MMHashes {
-		if entry != nil {
-			mm[i] = protocol.U64s(entry)
-		}
-	}
-	return core.BlockHashes(tokens, int(blockSize), core.Options{
-		LoraName: lora, CacheNamespace: opts.Namespace(), Eagle: opts.Eagle, MMHashes: mm,
-	})
+	return core.BlockHashes(tokens, int(blockSize), o)
 }
 
 func (b binding) SequenceHashes(blockHashes []uint64) ([]uint64, error) {

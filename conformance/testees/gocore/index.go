@@ -7,8 +7,6 @@ import (
 	"github.com/kvhash/kvhash/core"
 )
 
-const hasIndex = true
-
 // NewIndex returns a fresh core.Index in the requested mode.
 func (b binding) NewIndex(mode string) (protocol.Index, error) {
 	m, err := protocol.CoreMode(mode)

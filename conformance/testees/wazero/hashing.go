@@ -5,11 +5,9 @@ import (
 
 	"github.com/kvhash/kvhash/bindings/go/wasmhost"
 	"github.com/kvhash/kvhash/conformance/testees/protocol"
-	"github.com/kvhash/kvhash/core"
 )
 
-// binding adapts a wasmhost.Module to the testee protocol. The module has
-// no raw-bytes export, so raw_hash is not served.
+// binding adapts a wasmhost.Module to the testee protocol.
 type binding struct {
 	m             *wasmhost.Module
 	version, spec string
@@ -28,24 +26,11 @@ func newBinding(m *wasmhost.Module) (binding, error) {
 }
 
 func (b binding) Hello() protocol.Hello {
-	ops := []string{protocol.OpHello, protocol.OpBlockHashes, protocol.OpSequenceHashes,
-		protocol.OpSeed, protocol.OpChainStep, protocol.OpRawHash}
-	if hasIndex {
-		ops = append(ops, protocol.OpIndex)
-	}
-	return protocol.Hello{Binding: "wazero", LibraryVersion: b.version, SpecVersion: b.spec, Ops: ops}
+	return protocol.Hello{Binding: "wazero", LibraryVersion: b.version, SpecVersion: b.spec, Ops: protocol.AllOps}
 }
 
 func (b binding) BlockHashes(tokens []uint32, blockSize int64, opts protocol.Options) ([]uint64, error) {
-	mm := make([][]uint64, len(opts.MMHashes))
-	for i, entry := range opts.MMHashes {
-		if entry != nil {
-			mm[i] = protocol.U64s(entry)
-		}
-	}
-	return b.m.BlockHashes(tokens, int(blockSize), core.Options{
-		LoraName: opts.Lora(), CacheNamespace: opts.Namespace(), Eagle: opts.Eagle, MMHashes: mm,
-	})
+	return b.m.BlockHashes(tokens, int(blockSize), opts.CoreOptions())
 }
 
 func (b binding) SequenceHashes(blockHashes []uint64) ([]uint64, error) {

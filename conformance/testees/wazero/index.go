@@ -8,8 +8,6 @@ import (
 	"github.com/kvhash/kvhash/conformance/testees/protocol"
 )
 
-const hasIndex = true
-
 // NewIndex returns a fresh index in the module.
 func (b binding) NewIndex(mode string) (protocol.Index, error) {
 	m, err := protocol.CoreMode(mode)
