@@ -93,17 +93,13 @@ func kvhash_block_hashes(tokens *C.uint32_t, nTokens C.size_t, blockSize C.int64
 		return fail(abi.NullOutput("out_len"))
 	}
 	var a abi.Args
-	tok := abi.View(&a, (*uint32)(tokens), uint64(nTokens), "tokens")
-	l := abi.String(&a, (*byte)(unsafe.Pointer(lora)), uint64(loraLen), "lora")
-	s := abi.String(&a, (*byte)(unsafe.Pointer(ns)), uint64(nsLen), "ns")
-	counts := abi.View(&a, (*uint32)(mmCounts), uint64(mmBlocks), "mm_counts")
-	mm := abi.View(&a, (*uint64)(mmHashes), abi.MMHashCount(counts), "mm_hashes")
+	in := hashInput(&a, tokens, nTokens, blockSize, lora, loraLen, ns, nsLen, eagle, mmHashes, mmCounts, mmBlocks)
 	dst := abi.View(&a, (*uint64)(out), uint64(outCap), "out")
 	if a.Err != nil {
 		*outLen = 0
 		return fail(a.Err)
 	}
-	n, err := abi.BlockHashes(tok, int64(blockSize), l, s, flag(eagle), mm, counts, dst)
+	n, err := abi.BlockHashes(in, dst)
 	*outLen = C.size_t(n)
 	return fail(err)
 }
@@ -118,18 +114,14 @@ func kvhash_block_and_sequence_hashes(tokens *C.uint32_t, nTokens C.size_t, bloc
 		return fail(abi.NullOutput("out_len"))
 	}
 	var a abi.Args
-	tok := abi.View(&a, (*uint32)(tokens), uint64(nTokens), "tokens")
-	l := abi.String(&a, (*byte)(unsafe.Pointer(lora)), uint64(loraLen), "lora")
-	s := abi.String(&a, (*byte)(unsafe.Pointer(ns)), uint64(nsLen), "ns")
-	counts := abi.View(&a, (*uint32)(mmCounts), uint64(mmBlocks), "mm_counts")
-	mm := abi.View(&a, (*uint64)(mmHashes), abi.MMHashCount(counts), "mm_hashes")
+	in := hashInput(&a, tokens, nTokens, blockSize, lora, loraLen, ns, nsLen, eagle, mmHashes, mmCounts, mmBlocks)
 	local := abi.View(&a, (*uint64)(outLocal), uint64(outCap), "out_local")
 	seq := abi.View(&a, (*uint64)(outSequence), uint64(outCap), "out_sequence")
 	if a.Err != nil {
 		*outLen = 0
 		return fail(a.Err)
 	}
-	n, err := abi.BlockAndSequenceHashes(tok, int64(blockSize), l, s, flag(eagle), mm, counts, local, seq)
+	n, err := abi.BlockAndSequenceHashes(in, local, seq)
 	*outLen = C.size_t(n)
 	return fail(err)
 }
@@ -150,4 +142,17 @@ func kvhash_sequence_hashes(blockHashes *C.uint64_t, n C.size_t, out *C.uint64_t
 	m, err := abi.SequenceHashes(in, dst)
 	*outLen = C.size_t(m)
 	return fail(err)
+}
+
+// hashInput views the arguments the block-hashing exports share.
+func hashInput(a *abi.Args, tokens *C.uint32_t, nTokens C.size_t, blockSize C.int64_t,
+	lora *C.char, loraLen C.size_t, ns *C.char, nsLen C.size_t, eagle C.int32_t,
+	mmHashes *C.uint64_t, mmCounts *C.uint32_t, mmBlocks C.size_t) abi.HashInput {
+	in := abi.HashInput{BlockSize: int64(blockSize), Eagle: flag(eagle)}
+	in.Tokens = abi.View(a, (*uint32)(tokens), uint64(nTokens), "tokens")
+	in.Lora = abi.String(a, (*byte)(unsafe.Pointer(lora)), uint64(loraLen), "lora")
+	in.Namespace = abi.String(a, (*byte)(unsafe.Pointer(ns)), uint64(nsLen), "ns")
+	in.MMCounts = abi.View(a, (*uint32)(mmCounts), uint64(mmBlocks), "mm_counts")
+	in.MMHashes = abi.View(a, (*uint64)(mmHashes), abi.MMHashCount(in.MMCounts), "mm_hashes")
+	return in
 }

@@ -57,17 +57,13 @@ func kvhash_block_hashes(tokens, nTokens uint32, blockSize int64,
 	defer catch(&st)
 	var a abi.Args
 	length := out[uint32](&mem, &a, outLen, "out_len")
-	tok := view[uint32](&mem, &a, tokens, nTokens, "tokens")
-	l := str(&mem, &a, lora, loraLen, "lora")
-	s := str(&mem, &a, ns, nsLen, "ns")
-	counts := view[uint32](&mem, &a, mmCounts, mmBlocks, "mm_counts")
-	mm := view[uint64](&mem, &a, mmHashes, mmLen(&a, counts), "mm_hashes")
+	in := hashInput(&a, tokens, nTokens, blockSize, lora, loraLen, ns, nsLen, eagle, mmHashes, mmCounts, mmBlocks)
 	dst := view[uint64](&mem, &a, outPtr, outCap, "out")
 	if a.Err != nil {
 		setLen(length, 0)
 		return fail(a.Err)
 	}
-	n, err := abi.BlockHashes(tok, blockSize, l, s, flag(eagle), mm, counts, dst)
+	n, err := abi.BlockHashes(in, dst)
 	setLen(length, n)
 	return fail(err)
 }
@@ -80,18 +76,14 @@ func kvhash_block_and_sequence_hashes(tokens, nTokens uint32, blockSize int64,
 	defer catch(&st)
 	var a abi.Args
 	length := out[uint32](&mem, &a, outLen, "out_len")
-	tok := view[uint32](&mem, &a, tokens, nTokens, "tokens")
-	l := str(&mem, &a, lora, loraLen, "lora")
-	s := str(&mem, &a, ns, nsLen, "ns")
-	counts := view[uint32](&mem, &a, mmCounts, mmBlocks, "mm_counts")
-	mm := view[uint64](&mem, &a, mmHashes, mmLen(&a, counts), "mm_hashes")
+	in := hashInput(&a, tokens, nTokens, blockSize, lora, loraLen, ns, nsLen, eagle, mmHashes, mmCounts, mmBlocks)
 	local := view[uint64](&mem, &a, outLocal, outCap, "out_local")
 	seq := view[uint64](&mem, &a, outSequence, outCap, "out_sequence")
 	if a.Err != nil {
 		setLen(length, 0)
 		return fail(a.Err)
 	}
-	n, err := abi.BlockAndSequenceHashes(tok, blockSize, l, s, flag(eagle), mm, counts, local, seq)
+	n, err := abi.BlockAndSequenceHashes(in, local, seq)
 	setLen(length, n)
 	return fail(err)
 }
@@ -110,4 +102,16 @@ func kvhash_sequence_hashes(blockHashes, n, outPtr, outCap, outLen uint32) (st i
 	m, err := abi.SequenceHashes(in, dst)
 	setLen(length, m)
 	return fail(err)
+}
+
+// hashInput views the arguments the block-hashing exports share.
+func hashInput(a *abi.Args, tokens, nTokens uint32, blockSize int64,
+	lora, loraLen, ns, nsLen uint32, eagle int32, mmHashes, mmCounts, mmBlocks uint32) abi.HashInput {
+	in := abi.HashInput{BlockSize: blockSize, Eagle: flag(eagle)}
+	in.Tokens = view[uint32](&mem, a, tokens, nTokens, "tokens")
+	in.Lora = str(&mem, a, lora, loraLen, "lora")
+	in.Namespace = str(&mem, a, ns, nsLen, "ns")
+	in.MMCounts = view[uint32](&mem, a, mmCounts, mmBlocks, "mm_counts")
+	in.MMHashes = view[uint64](&mem, a, mmHashes, mmLen(a, in.MMCounts), "mm_hashes")
+	return in
 }

@@ -40,7 +40,7 @@ func FuzzBlockHashes(f *testing.F) {
 			}
 		}
 		out := make([]uint64, outCap)
-		n, err := BlockHashes(tokens, blockSize, lora, ns, eagle, flat, counts, out)
+		n, err := BlockHashes(HashInput{tokens, blockSize, lora, ns, eagle, flat, counts}, out)
 		st := StatusOf(err)
 		require.True(t, inRange(st), "status %d", st)
 		require.NotEqual(t, StatusInternal, st, "%v", err)
@@ -65,7 +65,7 @@ func FuzzBlockHashes(f *testing.F) {
 		}
 
 		local, seq := make([]uint64, outCap), make([]uint64, outCap)
-		fn, ferr := BlockAndSequenceHashes(tokens, blockSize, lora, ns, eagle, flat, counts, local, seq)
+		fn, ferr := BlockAndSequenceHashes(HashInput{tokens, blockSize, lora, ns, eagle, flat, counts}, local, seq)
 		require.Equal(t, st, StatusOf(ferr), "%v vs %v", err, ferr)
 		require.Equal(t, n, fn)
 		if st == StatusOK && n > 0 {

@@ -43,19 +43,28 @@ func MMHashCount(mmCounts []uint32) uint64 {
 	return total
 }
 
+// HashInput is what the block-hashing exports take, as slices and strings
+// over the caller's memory.
+type HashInput struct {
+	Tokens          []uint32
+	BlockSize       int64
+	Lora, Namespace string
+	Eagle           bool
+	MMHashes        []uint64 // every block's multimodal hashes, concatenated
+	MMCounts        []uint32 // MMCounts[i] of them belong to block i
+}
+
 // BlockHashes is kvhash_block_hashes: it writes the local hash of every
 // full block into out and returns how many there are. When out is too
 // short it writes nothing and returns the count needed with an
-// ErrBufferTooSmall error. mmHashes is the concatenation of each block's
-// multimodal hashes, mmCounts[i] of them for block i.
-func BlockHashes(tokens []uint32, blockSize int64, lora, namespace string, eagle bool,
-	mmHashes []uint64, mmCounts []uint32, out []uint64) (int, error) {
-	bs, opts, n, err := hashArgs(tokens, blockSize, lora, namespace, eagle, mmHashes, mmCounts, "out", len(out))
+// ErrBufferTooSmall error.
+func BlockHashes(in HashInput, out []uint64) (int, error) {
+	bs, opts, n, err := hashArgs(in, "out", len(out))
 	if err != nil {
 		return n, err
 	}
 	// out has room for n hashes, so core appends in place: no allocation.
-	got, err := core.AppendBlockHashes(out[:0], tokens, bs, opts)
+	got, err := core.AppendBlockHashes(out[:0], in.Tokens, bs, opts)
 	if err != nil {
 		return 0, err
 	}
@@ -67,15 +76,13 @@ func BlockHashes(tokens []uint32, blockSize int64, lora, namespace string, eagle
 // one pass (cheaper than a second call for the chain, most of all across
 // the WASM boundary). Both outputs must have room for every block; the
 // shorter one is the capacity. Arguments and errors are BlockHashes'.
-func BlockAndSequenceHashes(tokens []uint32, blockSize int64, lora, namespace string, eagle bool,
-	mmHashes []uint64, mmCounts []uint32, local, sequence []uint64) (int, error) {
-	bs, opts, n, err := hashArgs(tokens, blockSize, lora, namespace, eagle, mmHashes, mmCounts,
-		"each of out_local and out_sequence", min(len(local), len(sequence)))
+func BlockAndSequenceHashes(in HashInput, local, sequence []uint64) (int, error) {
+	bs, opts, n, err := hashArgs(in, "each of out_local and out_sequence", min(len(local), len(sequence)))
 	if err != nil {
 		return n, err
 	}
 	// Both have room for n hashes: core appends in place, no allocation.
-	got, _, err := core.AppendBlockAndSequenceHashes(local[:0], sequence[:0], tokens, bs, opts)
+	got, _, err := core.AppendBlockAndSequenceHashes(local[:0], sequence[:0], in.Tokens, bs, opts)
 	if err != nil {
 		return 0, err
 	}
@@ -88,19 +95,18 @@ func BlockAndSequenceHashes(tokens []uint32, blockSize int64, lora, namespace st
 // that outputs with room for outCap hashes (named outName in the message)
 // hold every block. On a too-small output n is the count needed, with an
 // ErrBufferTooSmall error; on any other error n is 0.
-func hashArgs(tokens []uint32, blockSize int64, lora, namespace string, eagle bool,
-	mmHashes []uint64, mmCounts []uint32, outName string, outCap int) (bs int, opts core.Options, n int, err error) {
+func hashArgs(in HashInput, outName string, outCap int) (bs int, opts core.Options, n int, err error) {
 	var a Args
-	bs = blockSizeInt(&a, blockSize)
+	bs = blockSizeInt(&a, in.BlockSize)
 	if a.Err != nil {
 		return 0, core.Options{}, 0, a.Err
 	}
-	if n, err = core.BlockCount(len(tokens), bs, eagle); err != nil {
+	if n, err = core.BlockCount(len(in.Tokens), bs, in.Eagle); err != nil {
 		return 0, core.Options{}, 0, err
 	}
-	opts = core.Options{LoraName: lora, CacheNamespace: namespace, Eagle: eagle}
-	if len(mmCounts) > 0 {
-		if opts.MMHashes, err = splitMM(mmHashes, mmCounts); err != nil {
+	opts = core.Options{LoraName: in.Lora, CacheNamespace: in.Namespace, Eagle: in.Eagle}
+	if len(in.MMCounts) > 0 {
+		if opts.MMHashes, err = splitMM(in.MMHashes, in.MMCounts); err != nil {
 			return 0, core.Options{}, 0, err
 		}
 	}
@@ -108,7 +114,7 @@ func hashArgs(tokens []uint32, blockSize int64, lora, namespace string, eagle bo
 		if len(opts.MMHashes) > 0 {
 			// Only core knows whether the multimodal entries fit the
 			// blocks; an input error takes precedence over the size.
-			if _, err := core.AppendBlockHashes(nil, tokens, bs, opts); err != nil {
+			if _, err := core.AppendBlockHashes(nil, in.Tokens, bs, opts); err != nil {
 				return 0, core.Options{}, 0, err
 			}
 		}

@@ -34,7 +34,7 @@ func TestRawHashPublicVector(t *testing.T) {
 
 func TestBlockHashesPublicVector(t *testing.T) {
 	out := filled(4)
-	n, err := BlockHashes(publicTokens, 4, "", "", false, nil, nil, out)
+	n, err := BlockHashes(HashInput{publicTokens, 4, "", "", false, nil, nil}, out)
 	require.NoError(t, err)
 	assert.Equal(t, publicLocal, out[:n])
 	assert.Equal(t, uint64(sentinel), out[3], "nothing written past the result")
@@ -48,7 +48,7 @@ func TestBlockHashesPublicVector(t *testing.T) {
 
 func TestBlockAndSequenceHashesPublicVector(t *testing.T) {
 	local, seq := filled(4), filled(4)
-	n, err := BlockAndSequenceHashes(publicTokens, 4, "", "", false, nil, nil, local, seq)
+	n, err := BlockAndSequenceHashes(HashInput{publicTokens, 4, "", "", false, nil, nil}, local, seq)
 	require.NoError(t, err)
 	require.Equal(t, 3, n)
 	assert.Equal(t, publicLocal, local[:n])
@@ -85,12 +85,12 @@ func TestBlockHashesMatchesCore(t *testing.T) {
 				LoraName: tt.lora, CacheNamespace: tt.ns, Eagle: tt.eagle, MMHashes: tt.perBlock})
 			require.NoError(t, err)
 			out := filled(len(want))
-			n, err := BlockHashes(tokens, tt.blockSize, tt.lora, tt.ns, tt.eagle, tt.mmHashes, tt.mmCounts, out)
+			n, err := BlockHashes(HashInput{tokens, tt.blockSize, tt.lora, tt.ns, tt.eagle, tt.mmHashes, tt.mmCounts}, out)
 			require.NoError(t, err)
 			assert.Equal(t, want, out[:n])
 
 			local, seq := filled(len(want)), filled(len(want))
-			n, err = BlockAndSequenceHashes(tokens, tt.blockSize, tt.lora, tt.ns, tt.eagle, tt.mmHashes, tt.mmCounts, local, seq)
+			n, err = BlockAndSequenceHashes(HashInput{tokens, tt.blockSize, tt.lora, tt.ns, tt.eagle, tt.mmHashes, tt.mmCounts}, local, seq)
 			require.NoError(t, err)
 			assert.Equal(t, want, local[:n])
 			assert.Equal(t, core.SequenceHashes(want), seq[:n])
@@ -128,7 +128,7 @@ func TestBlockHashesErrors(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			out := filled(tt.outCap)
-			n, err := BlockHashes(tt.tokens, tt.blockSize, "", "", false, tt.mmHashes, tt.mmCounts, out)
+			n, err := BlockHashes(HashInput{tt.tokens, tt.blockSize, "", "", false, tt.mmHashes, tt.mmCounts}, out)
 			assert.Equal(t, tt.want, StatusOf(err), "%v", err)
 			assert.Equal(t, tt.wantN, n)
 			if err != nil {
@@ -138,7 +138,7 @@ func TestBlockHashesErrors(t *testing.T) {
 		// The fused export validates exactly as kvhash_block_hashes does.
 		t.Run(tt.name+"/with sequence", func(t *testing.T) {
 			local, seq := filled(tt.outCap), filled(tt.outCap)
-			n, err := BlockAndSequenceHashes(tt.tokens, tt.blockSize, "", "", false, tt.mmHashes, tt.mmCounts, local, seq)
+			n, err := BlockAndSequenceHashes(HashInput{tt.tokens, tt.blockSize, "", "", false, tt.mmHashes, tt.mmCounts}, local, seq)
 			assert.Equal(t, tt.want, StatusOf(err), "%v", err)
 			assert.Equal(t, tt.wantN, n)
 			if err != nil {
@@ -154,7 +154,7 @@ func TestBlockHashesErrors(t *testing.T) {
 func TestBlockAndSequenceHashesTooSmall(t *testing.T) {
 	for _, caps := range [][2]int{{3, 2}, {2, 3}, {0, 3}, {3, 0}} {
 		local, seq := filled(caps[0]), filled(caps[1])
-		n, err := BlockAndSequenceHashes(publicTokens, 4, "", "", false, nil, nil, local, seq)
+		n, err := BlockAndSequenceHashes(HashInput{publicTokens, 4, "", "", false, nil, nil}, local, seq)
 		assert.Equal(t, StatusBufferTooSmall, StatusOf(err), "caps %v", caps)
 		assert.Equal(t, 3, n, "caps %v", caps)
 		assert.Equal(t, filled(caps[0]), local, "caps %v", caps)
@@ -219,14 +219,14 @@ func TestHashingDoesNotAllocate(t *testing.T) {
 	out := make([]uint64, 256)
 	seq := make([]uint64, 256)
 	allocs := testing.AllocsPerRun(50, func() {
-		n, err := BlockHashes(tokens, 16, "", "", false, nil, nil, out)
+		n, err := BlockHashes(HashInput{tokens, 16, "", "", false, nil, nil}, out)
 		if err != nil || n != 256 {
 			panic("unexpected result")
 		}
 		if _, err := SequenceHashes(out, seq); err != nil {
 			panic(err)
 		}
-		if n, err := BlockAndSequenceHashes(tokens, 16, "", "", false, nil, nil, out, seq); err != nil || n != 256 {
+		if n, err := BlockAndSequenceHashes(HashInput{tokens, 16, "", "", false, nil, nil}, out, seq); err != nil || n != 256 {
 			panic("unexpected fused result")
 		}
 		var a Args
