@@ -27,13 +27,11 @@ from ._errors import (
 
 _choice = _os.environ.get("KVHASH_BACKEND", "native").strip().lower() or "native"
 if _choice == "native":
-    from . import _native as _impl
+    from ._native import api as _bound
 elif _choice == "wasm":
-    from . import wasm as _impl
+    from .wasm import api as _bound
 else:
     raise ImportError("KVHASH_BACKEND must be 'native' or 'wasm', not %r" % _choice)
-
-_bound = _impl.api
 
 #: The library's implementation version (kvhash_version).
 __version__: str = _bound.version
@@ -53,7 +51,7 @@ block_count = _bound.block_count
 seed = _bound.seed
 chain_step = _bound.chain_step
 RadixTree = _bound.RadixTree
-from ._api import OverlapScores  # noqa: E402
+from ._tree import OverlapScores  # noqa: E402
 
 __all__ = [
     "__version__",

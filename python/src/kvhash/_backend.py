@@ -1,10 +1,11 @@
 """The primitive calls every backend provides: the kvhash ABI, one method an
 export, with Python types instead of pointers.
 
-The public API (``_api``) is written once over this interface; a backend only
-moves bytes across its boundary (ctypes pointers for the shared library,
-linear-memory copies for the WASM module) and turns status codes into
-exceptions (``_errors.error_for``). No backend computes anything.
+The public API (``_api`` and the modules it binds: ``_hashing``, ``_dynamo``,
+``_tree``) is written once over this interface; a backend only moves bytes
+across its boundary (ctypes pointers for the shared library, linear-memory
+copies for the WASM module) and turns status codes into exceptions
+(``_errors.error_for``). No backend computes anything.
 
 Conventions:
 

@@ -60,6 +60,7 @@ def address(mv: memoryview) -> Optional[int]:
     if _get_buffer(mv, ctypes.byref(view), _PyBUF_SIMPLE) != 0:  # pragma: no cover
         raise BufferError("cannot get the address of the buffer")
     try:
-        return view.buf
+        buf: Optional[int] = view.buf  # a c_void_p field reads as int or None
+        return buf
     finally:
         _release_buffer(ctypes.byref(view))

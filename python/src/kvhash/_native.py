@@ -16,7 +16,7 @@ from __future__ import annotations
 import ctypes
 import os
 from ctypes import POINTER, c_char_p, c_int32, c_int64, c_size_t, c_uint32, c_uint64, c_void_p
-from typing import Optional
+from typing import Callable, NoReturn, Optional
 
 from . import _api
 from ._buffers import address
@@ -114,17 +114,19 @@ class NativeBackend:
             fn.argtypes = argtypes
         self._lib = lib
         # Bound functions, looked up once (attribute access on CDLL is slow).
-        self._seed = lib.kvhash_seed
-        self._chain_step = lib.kvhash_chain_step
-        self._block_count = lib.kvhash_block_count
-        self._block_hashes = lib.kvhash_block_hashes
-        self._sequence_hashes = lib.kvhash_sequence_hashes
-        self._block_and_sequence_hashes = lib.kvhash_block_and_sequence_hashes
-        self._last_error = lib.kvhash_last_error
+        # Typed here because ctypes types every foreign call as returning Any;
+        # the restypes above make these ints.
+        self._seed: Callable[..., int] = lib.kvhash_seed
+        self._chain_step: Callable[..., int] = lib.kvhash_chain_step
+        self._block_count: Callable[..., int] = lib.kvhash_block_count
+        self._block_hashes: Callable[..., int] = lib.kvhash_block_hashes
+        self._sequence_hashes: Callable[..., int] = lib.kvhash_sequence_hashes
+        self._block_and_sequence_hashes: Callable[..., int] = lib.kvhash_block_and_sequence_hashes
+        self._last_error: Callable[..., int] = lib.kvhash_last_error
 
     # -- errors -----------------------------------------------------------
 
-    def _fail(self, status: int, out_len: Optional[c_size_t] = None) -> None:
+    def _fail(self, status: int, out_len: Optional[c_size_t] = None) -> NoReturn:
         """Raise for a non-OK status. Called right after the failing call, on
         the same thread, so kvhash_last_error describes that call."""
         if status == ERR_BUFFER_TOO_SMALL and out_len is not None:
@@ -142,17 +144,19 @@ class NativeBackend:
     # -- facts ------------------------------------------------------------
 
     def version(self) -> str:
-        return self._lib.kvhash_version().decode("utf-8")
+        version: bytes = self._lib.kvhash_version()
+        return version.decode("utf-8")
 
     def spec_version(self) -> str:
-        return self._lib.kvhash_spec_version().decode("utf-8")
+        spec: bytes = self._lib.kvhash_spec_version()
+        return spec.decode("utf-8")
 
     # -- hashing ----------------------------------------------------------
 
     def seed(self, lora: bytes, namespace: bytes) -> int:
         return self._seed(lora, len(lora), namespace, len(namespace))
 
-    def raw_hash(self, data) -> int:
+    def raw_hash(self, data: memoryview) -> int:
         out = c_uint64()
         status = self._lib.kvhash_raw_hash(address(data), data.nbytes, ctypes.byref(out))
         if status != OK:
@@ -169,9 +173,19 @@ class NativeBackend:
             self._fail(status)
         return out.value
 
-    def block_hashes(self, tokens, block_size, lora, namespace, eagle, mm_hashes, mm_counts, out):
+    def block_hashes(
+        self,
+        tokens: memoryview,
+        block_size: int,
+        lora: bytes,
+        namespace: bytes,
+        eagle: bool,
+        mm_hashes: Optional[memoryview],
+        mm_counts: Optional[memoryview],
+        out: memoryview,
+    ) -> int:
         out_len = c_size_t()
-        if mm_counts is None:
+        if mm_hashes is None or mm_counts is None:
             mm_addr = counts_addr = None
             mm_blocks = 0
         else:
@@ -190,10 +204,19 @@ class NativeBackend:
         return out_len.value
 
     def block_and_sequence_hashes(
-        self, tokens, block_size, lora, namespace, eagle, mm_hashes, mm_counts, out_local, out_sequence
-    ):
+        self,
+        tokens: memoryview,
+        block_size: int,
+        lora: bytes,
+        namespace: bytes,
+        eagle: bool,
+        mm_hashes: Optional[memoryview],
+        mm_counts: Optional[memoryview],
+        out_local: memoryview,
+        out_sequence: memoryview,
+    ) -> int:
         out_len = c_size_t()
-        if mm_counts is None:
+        if mm_hashes is None or mm_counts is None:
             mm_addr = counts_addr = None
             mm_blocks = 0
         else:
@@ -211,7 +234,7 @@ class NativeBackend:
             self._fail(status, out_len)
         return out_len.value
 
-    def sequence_hashes(self, block_hashes, out):
+    def sequence_hashes(self, block_hashes: memoryview, out: memoryview) -> int:
         out_len = c_size_t()
         status = self._sequence_hashes(
             address(block_hashes), len(block_hashes), address(out), len(out), ctypes.byref(out_len)
@@ -243,7 +266,16 @@ class NativeBackend:
     def index_apply_router_event_json(self, handle: int, data: bytes) -> None:
         self._check(self._lib.kvhash_index_apply_router_event_json(handle, data, len(data)))
 
-    def index_apply_stored(self, handle, worker_id, dp_rank, event_id, parent_hash, block_hashes, tokens_hashes):
+    def index_apply_stored(
+        self,
+        handle: int,
+        worker_id: int,
+        dp_rank: int,
+        event_id: int,
+        parent_hash: Optional[int],
+        block_hashes: memoryview,
+        tokens_hashes: memoryview,
+    ) -> None:
         self._check(
             self._lib.kvhash_index_apply_stored(
                 handle, worker_id, dp_rank, event_id,
@@ -252,7 +284,9 @@ class NativeBackend:
             )
         )
 
-    def index_apply_removed(self, handle, worker_id, dp_rank, event_id, block_hashes):
+    def index_apply_removed(
+        self, handle: int, worker_id: int, dp_rank: int, event_id: int, block_hashes: memoryview
+    ) -> None:
         self._check(
             self._lib.kvhash_index_apply_removed(
                 handle, worker_id, dp_rank, event_id, address(block_hashes), len(block_hashes)
@@ -268,7 +302,16 @@ class NativeBackend:
     def index_remove_worker(self, handle: int, worker_id: int) -> None:
         self._check(self._lib.kvhash_index_remove_worker(handle, worker_id))
 
-    def index_find_matches(self, handle, local_hashes, early_exit, worker_ids, dp_ranks, scores, tree_sizes):
+    def index_find_matches(
+        self,
+        handle: int,
+        local_hashes: memoryview,
+        early_exit: bool,
+        worker_ids: memoryview,
+        dp_ranks: memoryview,
+        scores: memoryview,
+        tree_sizes: memoryview,
+    ) -> int:
         out_len = c_size_t()
         status = self._lib.kvhash_index_find_matches(
             handle, address(local_hashes), len(local_hashes), 1 if early_exit else 0,
@@ -279,20 +322,20 @@ class NativeBackend:
             self._fail(status, out_len)
         return out_len.value
 
-    def _bytes_out(self, fn, handle: int, out) -> int:
+    def _bytes_out(self, fn: Callable[..., int], handle: int, out: memoryview) -> int:
         out_len = c_size_t()
         status = fn(handle, address(out), len(out), ctypes.byref(out_len))
         if status != OK:
             self._fail(status, out_len)
         return out_len.value
 
-    def index_dump_jsonl(self, handle: int, out) -> int:
+    def index_dump_jsonl(self, handle: int, out: memoryview) -> int:
         return self._bytes_out(self._lib.kvhash_index_dump_jsonl, handle, out)
 
-    def index_stats_json(self, handle: int, out) -> int:
+    def index_stats_json(self, handle: int, out: memoryview) -> int:
         return self._bytes_out(self._lib.kvhash_index_stats_json, handle, out)
 
-    def index_workers(self, handle, worker_ids, dp_ranks) -> int:
+    def index_workers(self, handle: int, worker_ids: memoryview, dp_ranks: memoryview) -> int:
         out_len = c_size_t()
         status = self._lib.kvhash_index_workers(
             handle, address(worker_ids), address(dp_ranks), len(worker_ids), ctypes.byref(out_len)

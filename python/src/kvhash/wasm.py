@@ -24,13 +24,13 @@ import contextlib
 import ctypes
 import os
 import threading
-from typing import List, Optional, Sequence, Tuple
+from typing import Callable, Dict, Iterator, List, Optional, Sequence, Tuple, Union
 
 import wasmtime
 
 from . import _api
 from ._buffers import address
-from ._errors import ERR_BUFFER_TOO_SMALL, OK, BufferTooSmall, error_for
+from ._errors import ERR_BUFFER_TOO_SMALL, ERR_INVALID_ARGUMENT, OK, BufferTooSmall, error_for
 
 MODULE_NAME = "kvhash.wasm"
 
@@ -65,8 +65,8 @@ class _In:
 
     __slots__ = ("data", "nbytes")
 
-    def __init__(self, data, nbytes: int) -> None:
-        self.data = data  # bytes or memoryview
+    def __init__(self, data: Union[bytes, memoryview], nbytes: int) -> None:
+        self.data = data
         self.nbytes = nbytes
 
 
@@ -76,9 +76,21 @@ class _Out:
 
     __slots__ = ("dest", "nbytes")
 
-    def __init__(self, dest, nbytes: int) -> None:
+    def __init__(self, dest: Optional[memoryview], nbytes: int) -> None:
         self.dest = dest
         self.nbytes = nbytes
+
+
+# One argument of _call: an input, an output, or None (a NULL pointer).
+_Segment = Optional[Union[_In, _Out]]
+
+
+def _address(view: memoryview) -> int:
+    """The address of a segment's view. _call lays out only segments with
+    bytes, and address() is None only for an empty view."""
+    addr = address(view)
+    assert addr is not None
+    return addr
 
 
 class WasmBackend:
@@ -113,11 +125,17 @@ class WasmBackend:
         linker.define_wasi()
         instance = linker.instantiate(self._store, self._module)
         exports = instance.exports(self._store)
-        self._memory = exports["memory"]
-        self._fn = {}
+        memory = exports["memory"]
+        if not isinstance(memory, wasmtime.Memory):
+            raise ImportError("kvhash: %r exports no linear memory named 'memory'" % self.path)
+        self._memory = memory
+        self._fn: Dict[str, wasmtime.Func] = {}
         for export in self._module.exports:
             if export.name.startswith("kvhash_") or export.name == "_initialize":
-                self._fn[export.name] = exports[export.name]
+                fn = exports[export.name]
+                if not isinstance(fn, wasmtime.Func):
+                    raise ImportError("kvhash: export %r of %r is not a function" % (export.name, self.path))
+                self._fn[export.name] = fn
         self._lock = threading.Lock()
         # Handles whose free was asked for while the lock was busy (a
         # RadixTree collected by the GC in the middle of a call on this very
@@ -133,7 +151,7 @@ class WasmBackend:
     # -- locking ----------------------------------------------------------
 
     @contextlib.contextmanager
-    def _locked(self):
+    def _locked(self) -> Iterator[None]:
         with self._lock:
             self._drain_frees()
             yield
@@ -161,14 +179,16 @@ class WasmBackend:
             self._fn["kvhash_free"](self._store, self._arena)
             self._arena = 0
             self._arena_size = 0
-        ptr = self._fn["kvhash_alloc"](self._store, size) & 0xFFFFFFFF
+        ptr: int = self._fn["kvhash_alloc"](self._store, size) & 0xFFFFFFFF
         if ptr == 0:
             raise MemoryError("kvhash wasm: kvhash_alloc(%d) failed" % size)
         self._arena = ptr
         self._arena_size = size
         return ptr
 
-    def _call(self, fname: str, segments: Sequence[object], args_of) -> Tuple[int, List[int]]:
+    def _call(
+        self, fname: str, segments: Sequence[_Segment], args_of: Callable[[List[int]], Tuple[int, ...]]
+    ) -> Tuple[int, List[int]]:
         """Lay `segments` (_In / _Out / None) out in the arena, call `fname`
         with args_of(pointers), copy array outputs back. Returns (status,
         scalars): the value of each scalar output segment (size_t / uint64
@@ -190,20 +210,20 @@ class WasmBackend:
                 for seg, ptr in zip(segments, ptrs):
                     if isinstance(seg, _In) and ptr:
                         data = seg.data
-                        src = data if isinstance(data, bytes) else address(data)
+                        src = data if isinstance(data, bytes) else _address(data)
                         ctypes.memmove(base + ptr, src, seg.nbytes)
-            status = self._fn[fname](self._store, *args_of(ptrs))
+            status: int = self._fn[fname](self._store, *args_of(ptrs))
             if status != OK and status != ERR_BUFFER_TOO_SMALL:
                 raise error_for(status, self._last_error_locked())
             if total and status == OK:
                 base = self._base()
                 for seg, ptr in zip(segments, ptrs):
                     if isinstance(seg, _Out) and ptr and seg.dest is not None:
-                        ctypes.memmove(address(seg.dest), base + ptr, seg.nbytes)
+                        ctypes.memmove(_address(seg.dest), base + ptr, seg.nbytes)
             scalars = [self._read_scalar(seg, ptr) for seg, ptr in zip(segments, ptrs)]
             return status, scalars
 
-    def _read_scalar(self, seg, ptr: int) -> int:
+    def _read_scalar(self, seg: _Segment, ptr: int) -> int:
         # Output segments without a destination are size_t / uint64 outputs.
         if isinstance(seg, _Out) and seg.dest is None and ptr:
             base = self._base()
@@ -217,7 +237,7 @@ class WasmBackend:
         cap = 1024
         while True:
             ptr = self._reserve(cap)
-            n = fn(self._store, ptr, cap)
+            n: int = fn(self._store, ptr, cap)
             if n < cap:
                 base = self._base()
                 return ctypes.string_at(base + ptr, n).decode("utf-8", "replace")
@@ -227,7 +247,7 @@ class WasmBackend:
         fn = self._fn[fname]
         with self._locked():
             ptr = self._reserve(256)
-            n = fn(self._store, ptr, 256)
+            n: int = fn(self._store, ptr, 256)
             if n >= 256:
                 ptr = self._reserve(n + 1)
                 n = fn(self._store, ptr, n + 1)
@@ -261,7 +281,7 @@ class WasmBackend:
                 ctypes.memmove(base + ns_ptr, namespace, len(namespace))
             return _u64(self._fn["kvhash_seed"](self._store, lora_ptr, len(lora), ns_ptr, len(namespace)))
 
-    def raw_hash(self, data) -> int:
+    def raw_hash(self, data: memoryview) -> int:
         _, scalars = self._call(
             "kvhash_raw_hash",
             [_In(data, data.nbytes), _Out(None, 8)],
@@ -276,7 +296,7 @@ class WasmBackend:
     def block_count(self, n_tokens: int, block_size: int, eagle: bool) -> int:
         if n_tokens >= 1 << 32:
             # size_t is 32 bits in wasm32: no buffer there can hold so many tokens.
-            raise error_for(-1, "n_tokens %d does not fit in the WASM module's size_t" % n_tokens)
+            raise error_for(ERR_INVALID_ARGUMENT, "n_tokens %d does not fit in the WASM module's size_t" % n_tokens)
         _, scalars = self._call(
             "kvhash_block_count",
             [_Out(None, 4)],
@@ -284,7 +304,17 @@ class WasmBackend:
         )
         return scalars[0]
 
-    def block_hashes(self, tokens, block_size, lora, namespace, eagle, mm_hashes, mm_counts, out):
+    def block_hashes(
+        self,
+        tokens: memoryview,
+        block_size: int,
+        lora: bytes,
+        namespace: bytes,
+        eagle: bool,
+        mm_hashes: Optional[memoryview],
+        mm_counts: Optional[memoryview],
+        out: memoryview,
+    ) -> int:
         n_tok = len(tokens)
         mm_blocks = 0 if mm_counts is None else len(mm_counts)
         segments = [
@@ -312,8 +342,17 @@ class WasmBackend:
         return scalars[6]
 
     def block_and_sequence_hashes(
-        self, tokens, block_size, lora, namespace, eagle, mm_hashes, mm_counts, out_local, out_sequence
-    ):
+        self,
+        tokens: memoryview,
+        block_size: int,
+        lora: bytes,
+        namespace: bytes,
+        eagle: bool,
+        mm_hashes: Optional[memoryview],
+        mm_counts: Optional[memoryview],
+        out_local: memoryview,
+        out_sequence: memoryview,
+    ) -> int:
         n_tok = len(tokens)
         mm_blocks = 0 if mm_counts is None else len(mm_counts)
         cap = len(out_local)
@@ -342,7 +381,7 @@ class WasmBackend:
             raise BufferTooSmall(scalars[7])
         return scalars[7]
 
-    def sequence_hashes(self, block_hashes, out):
+    def sequence_hashes(self, block_hashes: memoryview, out: memoryview) -> int:
         n = len(block_hashes)
         status, scalars = self._call(
             "kvhash_sequence_hashes",
@@ -355,9 +394,9 @@ class WasmBackend:
 
     # -- index ------------------------------------------------------------
 
-    def _simple(self, fname: str, *args) -> None:
+    def _simple(self, fname: str, *args: int) -> None:
         with self._locked():
-            status = self._fn[fname](self._store, *args)
+            status: int = self._fn[fname](self._store, *args)
             if status != OK:
                 raise error_for(status, self._last_error_locked())
 
@@ -375,7 +414,7 @@ class WasmBackend:
             return
         try:
             self._drain_frees()
-            status = self._fn["kvhash_index_free"](self._store, _i64(handle))
+            status: int = self._fn["kvhash_index_free"](self._store, _i64(handle))
             if status != OK:
                 raise error_for(status, self._last_error_locked())
         finally:
@@ -398,7 +437,16 @@ class WasmBackend:
             lambda p: (_i64(handle), p[0], len(data)),
         )
 
-    def index_apply_stored(self, handle, worker_id, dp_rank, event_id, parent_hash, block_hashes, tokens_hashes):
+    def index_apply_stored(
+        self,
+        handle: int,
+        worker_id: int,
+        dp_rank: int,
+        event_id: int,
+        parent_hash: Optional[int],
+        block_hashes: memoryview,
+        tokens_hashes: memoryview,
+    ) -> None:
         n = len(block_hashes)
         self._call(
             "kvhash_index_apply_stored",
@@ -410,7 +458,9 @@ class WasmBackend:
             ),
         )
 
-    def index_apply_removed(self, handle, worker_id, dp_rank, event_id, block_hashes):
+    def index_apply_removed(
+        self, handle: int, worker_id: int, dp_rank: int, event_id: int, block_hashes: memoryview
+    ) -> None:
         n = len(block_hashes)
         self._call(
             "kvhash_index_apply_removed",
@@ -427,7 +477,16 @@ class WasmBackend:
     def index_remove_worker(self, handle: int, worker_id: int) -> None:
         self._simple("kvhash_index_remove_worker", _i64(handle), _i64(worker_id))
 
-    def index_find_matches(self, handle, local_hashes, early_exit, worker_ids, dp_ranks, scores, tree_sizes):
+    def index_find_matches(
+        self,
+        handle: int,
+        local_hashes: memoryview,
+        early_exit: bool,
+        worker_ids: memoryview,
+        dp_ranks: memoryview,
+        scores: memoryview,
+        tree_sizes: memoryview,
+    ) -> int:
         n = len(local_hashes)
         cap = len(worker_ids)
         status, scalars = self._call(
@@ -446,7 +505,7 @@ class WasmBackend:
             raise BufferTooSmall(scalars[5])
         return scalars[5]
 
-    def _bytes_out(self, fname: str, handle: int, out) -> int:
+    def _bytes_out(self, fname: str, handle: int, out: memoryview) -> int:
         cap = len(out)
         status, scalars = self._call(
             fname,
@@ -457,13 +516,13 @@ class WasmBackend:
             raise BufferTooSmall(scalars[1])
         return scalars[1]
 
-    def index_dump_jsonl(self, handle: int, out) -> int:
+    def index_dump_jsonl(self, handle: int, out: memoryview) -> int:
         return self._bytes_out("kvhash_index_dump_jsonl", handle, out)
 
-    def index_stats_json(self, handle: int, out) -> int:
+    def index_stats_json(self, handle: int, out: memoryview) -> int:
         return self._bytes_out("kvhash_index_stats_json", handle, out)
 
-    def index_workers(self, handle, worker_ids, dp_ranks) -> int:
+    def index_workers(self, handle: int, worker_ids: memoryview, dp_ranks: memoryview) -> int:
         cap = len(worker_ids)
         status, scalars = self._call(
             "kvhash_index_workers",
