@@ -209,11 +209,13 @@ func run(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "conformance:", err)
 		return 2
 	}
+	// The last line is the plain "N passed, N failed" that CI systems read.
+	passed, failed := rep.counts()
 	if !rep.OK {
-		fmt.Fprintf(stdout, "\nconformance: FAILED (report: %s)\n", cfg.reportPath)
+		fmt.Fprintf(stdout, "\nconformance: FAILED (report: %s)\nconformance: %d passed, %d failed\n", cfg.reportPath, passed, max(failed, 1))
 		return 1
 	}
-	fmt.Fprintf(stdout, "\nconformance: all %d testees pass (report: %s)\n", len(rows), cfg.reportPath)
+	fmt.Fprintf(stdout, "\nconformance: all %d testees pass (report: %s)\nconformance: %d passed, 0 failed\n", len(rows), cfg.reportPath, passed)
 	return 0
 }
 

@@ -48,6 +48,29 @@ func (r *report) computeOK() {
 	}
 }
 
+// counts adds up the cases of every cell: passed, and failed (a case that
+// did not pass, or a whole cell that failed before any case ran).
+func (r *report) counts() (passed, failed int) {
+	for _, t := range r.Testees {
+		for _, col := range r.Columns {
+			c := t.Cells[col]
+			switch {
+			case c == nil:
+				failed++
+			case c.Passed < c.Total:
+				passed += c.Passed
+				failed += c.Total - c.Passed
+			case !c.ok():
+				passed += c.Passed
+				failed++
+			default:
+				passed += c.Passed
+			}
+		}
+	}
+	return passed, failed
+}
+
 // cellText is what the matrix shows: passed/total, "n/a", "ref" for the
 // reference of a round, and a FAIL mark that cannot be missed.
 func cellText(c *cell) string {

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -117,6 +118,9 @@ func TestGoodTesteePasses(t *testing.T) {
 	assert.Equal(t, 300, good.Cells[colDifferential].Total)
 	assert.Equal(t, 400, good.Cells[colIndex].Total)
 	assert.Contains(t, out, "conformance: all 2 testees pass")
+	passed, failed := rep.counts()
+	assert.Zero(t, failed)
+	assert.Regexp(t, fmt.Sprintf(`\nconformance: %d passed, 0 failed\n$`, passed), out, "the closing line CI reads")
 }
 
 // A testee whose seed is off by one must fail the seed-bearing groups and
@@ -144,6 +148,9 @@ func TestBrokenSeedFailsReadably(t *testing.T) {
 	assert.Equal(t, `{"seed":"1338"}`, diff.Smallest.Got[0])
 
 	assert.Contains(t, out, "FAIL broken / seeds")
+	_, failed := rep.counts()
+	assert.GreaterOrEqual(t, failed, seeds.Total+diff.Total)
+	assert.Regexp(t, fmt.Sprintf(`\nconformance: \d+ passed, %d failed\n$`, failed), out)
 	assert.Contains(t, out, "smallest failing input")
 	assert.Regexp(t, `broken\s+.*FAIL`, out)
 }
