@@ -9,6 +9,7 @@ import json
 import pytest
 
 import kvhash
+from kv_events import stored
 
 P = inspect.Parameter
 
@@ -116,26 +117,11 @@ def test_block_mm_infos_entries(kv):
     assert two[0] != plain[0] and two[1:] == plain[1:]
 
 
-def _stored(event_id, blocks, parent=None, dp_rank=0):
-    return json.dumps(
-        {
-            "event_id": event_id,
-            "data": {
-                "stored": {
-                    "parent_hash": parent,
-                    "blocks": [{"block_hash": b, "tokens_hash": t} for b, t in blocks],
-                }
-            },
-            "dp_rank": dp_rank,
-        }
-    ).encode()
-
-
 def test_radix_tree_dynamo_flow(kv):
     tree = kv.RadixTree()
     local = kv.compute_block_hash_for_seq(DYNAMO_TOKENS, 4)
-    tree.apply_event(7, _stored(1, [(100, local[0]), (101, local[1])]))
-    tree.apply_event(8, _stored(1, [(200, local[0])], dp_rank=1))
+    tree.apply_event(7, stored(1, [(100, local[0]), (101, local[1])]))
+    tree.apply_event(8, stored(1, [(200, local[0])], dp_rank=1))
     scores = tree.find_matches(local)
     assert isinstance(scores, kvhash.OverlapScores)
     assert scores.scores == {(7, 0): 2, (8, 1): 1}
@@ -171,7 +157,7 @@ def test_bad_json_is_value_error(kv):
 def test_rejected_event_is_runtime_error(kv):
     tree = kv.RadixTree(enforce=True)
     with pytest.raises(RuntimeError) as err:
-        tree.apply_event(1, _stored(1, [(5, 50)], parent=12345))
+        tree.apply_event(1, stored(1, [(5, 50)], parent=12345))
     assert isinstance(err.value, kvhash.RejectedError)
     assert err.value.status == -5
     assert "parent" in str(err.value).lower()

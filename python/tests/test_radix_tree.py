@@ -14,25 +14,7 @@ import pytest
 from conftest import SRC
 
 import kvhash
-
-
-def stored(event_id, blocks, parent=None, dp_rank=0):
-    return json.dumps(
-        {
-            "event_id": event_id,
-            "data": {
-                "stored": {
-                    "parent_hash": parent,
-                    "blocks": [{"block_hash": b, "tokens_hash": t} for b, t in blocks],
-                }
-            },
-            "dp_rank": dp_rank,
-        }
-    ).encode()
-
-
-def removed(event_id, hashes, dp_rank=0):
-    return json.dumps({"event_id": event_id, "data": {"removed": {"block_hashes": hashes}}, "dp_rank": dp_rank}).encode()
+from kv_events import stored, removed
 
 
 def cleared(event_id, dp_rank=0):

@@ -13,22 +13,9 @@ import kvhash_oracle as oracle
 import numpy as np
 
 import kvhash
+from kv_events import stored
 
 THREADS = 8
-
-
-def _stored(event_id, blocks, parent=None):
-    return json.dumps(
-        {
-            "event_id": event_id,
-            "data": {
-                "stored": {
-                    "parent_hash": parent,
-                    "blocks": [{"block_hash": b, "tokens_hash": t} for b, t in blocks],
-                }
-            },
-        }
-    ).encode()
 
 
 def test_concurrent_apply_and_find_matches(kv):
@@ -46,7 +33,7 @@ def test_concurrent_apply_and_find_matches(kv):
         parent = None
         for i, h in enumerate(shared):
             ext = 1000 + i
-            tree.apply_event(w, _stored(i + 1, [(ext, h)], parent=parent))
+            tree.apply_event(w, stored(i + 1, [(ext, h)], parent=parent))
             parent = ext
             scores = tree.find_matches(shared).scores
             seen.append(scores[(w, 0)])
