@@ -16,7 +16,7 @@ from __future__ import annotations
 import ctypes
 import os
 from ctypes import POINTER, c_char_p, c_int32, c_int64, c_size_t, c_uint32, c_uint64, c_void_p
-from typing import Callable, NoReturn, Optional
+from typing import Callable, NoReturn, Optional, Tuple
 
 from . import _api
 from ._buffers import address
@@ -185,18 +185,8 @@ class NativeBackend:
         out: memoryview,
     ) -> int:
         out_len = c_size_t()
-        if mm_hashes is None or mm_counts is None:
-            mm_addr = counts_addr = None
-            mm_blocks = 0
-        else:
-            mm_addr = address(mm_hashes)
-            counts_addr = address(mm_counts)
-            mm_blocks = len(mm_counts)
         status = self._block_hashes(
-            address(tokens), len(tokens), block_size,
-            lora, len(lora), namespace, len(namespace),
-            1 if eagle else 0,
-            mm_addr, counts_addr, mm_blocks,
+            *_hash_inputs(tokens, block_size, lora, namespace, eagle, mm_hashes, mm_counts),
             address(out), len(out), ctypes.byref(out_len),
         )
         if status != OK:
@@ -216,18 +206,8 @@ class NativeBackend:
         out_sequence: memoryview,
     ) -> int:
         out_len = c_size_t()
-        if mm_hashes is None or mm_counts is None:
-            mm_addr = counts_addr = None
-            mm_blocks = 0
-        else:
-            mm_addr = address(mm_hashes)
-            counts_addr = address(mm_counts)
-            mm_blocks = len(mm_counts)
         status = self._block_and_sequence_hashes(
-            address(tokens), len(tokens), block_size,
-            lora, len(lora), namespace, len(namespace),
-            1 if eagle else 0,
-            mm_addr, counts_addr, mm_blocks,
+            *_hash_inputs(tokens, block_size, lora, namespace, eagle, mm_hashes, mm_counts),
             address(out_local), address(out_sequence), len(out_local), ctypes.byref(out_len),
         )
         if status != OK:
@@ -349,3 +329,25 @@ backend = NativeBackend()
 api = _api.API(backend)
 globals().update(api.exports())
 __all__ = list(api.exports())
+
+
+def _hash_inputs(
+    tokens: memoryview,
+    block_size: int,
+    lora: bytes,
+    namespace: bytes,
+    eagle: bool,
+    mm_hashes: Optional[memoryview],
+    mm_counts: Optional[memoryview],
+) -> Tuple[object, ...]:
+    """The leading arguments every block-hashing export takes, in order."""
+    if mm_hashes is None or mm_counts is None:
+        mm: Tuple[object, ...] = (None, None, 0)
+    else:
+        mm = (address(mm_hashes), address(mm_counts), len(mm_counts))
+    return (
+        address(tokens), len(tokens), block_size,
+        lora, len(lora), namespace, len(namespace),
+        1 if eagle else 0,
+        *mm,
+    )

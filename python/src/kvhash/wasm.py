@@ -315,31 +315,9 @@ class WasmBackend:
         mm_counts: Optional[memoryview],
         out: memoryview,
     ) -> int:
-        n_tok = len(tokens)
-        mm_blocks = 0 if mm_counts is None else len(mm_counts)
-        segments = [
-            _In(tokens, tokens.nbytes),
-            _In(lora, len(lora)),
-            _In(namespace, len(namespace)),
-            None if mm_hashes is None else _In(mm_hashes, mm_hashes.nbytes),
-            None if mm_counts is None else _In(mm_counts, mm_counts.nbytes),
-            _Out(out, out.nbytes),
-            _Out(None, 4),
-        ]
-        status, scalars = self._call(
-            "kvhash_block_hashes",
-            segments,
-            lambda p: (
-                p[0], n_tok, block_size,
-                p[1], len(lora), p[2], len(namespace),
-                1 if eagle else 0,
-                p[3], p[4], mm_blocks,
-                p[5], len(out), p[6],
-            ),
+        return self._hash_blocks(
+            "kvhash_block_hashes", tokens, block_size, lora, namespace, eagle, mm_hashes, mm_counts, [out]
         )
-        if status == ERR_BUFFER_TOO_SMALL:
-            raise BufferTooSmall(scalars[6])
-        return scalars[6]
 
     def block_and_sequence_hashes(
         self,
@@ -353,33 +331,52 @@ class WasmBackend:
         out_local: memoryview,
         out_sequence: memoryview,
     ) -> int:
+        return self._hash_blocks(
+            "kvhash_block_and_sequence_hashes",
+            tokens, block_size, lora, namespace, eagle, mm_hashes, mm_counts, [out_local, out_sequence],
+        )
+
+    def _hash_blocks(
+        self,
+        fname: str,
+        tokens: memoryview,
+        block_size: int,
+        lora: bytes,
+        namespace: bytes,
+        eagle: bool,
+        mm_hashes: Optional[memoryview],
+        mm_counts: Optional[memoryview],
+        outs: List[memoryview],
+    ) -> int:
+        """Calls a block-hashing export: the inputs they share, then one or
+        two output buffers of equal capacity, then out_len."""
         n_tok = len(tokens)
         mm_blocks = 0 if mm_counts is None else len(mm_counts)
-        cap = len(out_local)
-        segments = [
+        cap = len(outs[0])
+        segments: List[_Segment] = [
             _In(tokens, tokens.nbytes),
             _In(lora, len(lora)),
             _In(namespace, len(namespace)),
             None if mm_hashes is None else _In(mm_hashes, mm_hashes.nbytes),
             None if mm_counts is None else _In(mm_counts, mm_counts.nbytes),
-            _Out(out_local, out_local.nbytes),
-            _Out(out_sequence, out_sequence.nbytes),
+            *(_Out(o, o.nbytes) for o in outs),
             _Out(None, 4),
         ]
+        k = len(outs)
         status, scalars = self._call(
-            "kvhash_block_and_sequence_hashes",
+            fname,
             segments,
             lambda p: (
                 p[0], n_tok, block_size,
                 p[1], len(lora), p[2], len(namespace),
                 1 if eagle else 0,
                 p[3], p[4], mm_blocks,
-                p[5], p[6], cap, p[7],
+                *p[5:5 + k], cap, p[5 + k],
             ),
         )
         if status == ERR_BUFFER_TOO_SMALL:
-            raise BufferTooSmall(scalars[7])
-        return scalars[7]
+            raise BufferTooSmall(scalars[5 + k])
+        return scalars[5 + k]
 
     def sequence_hashes(self, block_hashes: memoryview, out: memoryview) -> int:
         n = len(block_hashes)
