@@ -14,8 +14,7 @@ from typing import TYPE_CHECKING, Any, Optional, Sequence, Tuple, overload
 
 from ._backend import Backend
 from ._convert import is_numpy, mm_arrays, to_bool, to_i64, to_name, to_u64, u32_view, u64_view
-from ._errors import BufferTooSmall, InternalError
-from ._output import grow_call, new_u64, truncate
+from ._output import grow_call, grow_call_outputs, new_u64, truncate
 
 if TYPE_CHECKING:
     import numpy as np
@@ -167,28 +166,12 @@ class Hashing:
             mm, counts = mm_arrays(mm_hashes)
             like_numpy = is_numpy(tokens)
             backend = self.backend
-            capacity = len(tok) // size if size > 0 else 0  # a hint, as in block_hashes
-            while True:
-                local = new_u64(capacity, like_numpy)
-                seq = new_u64(capacity, like_numpy)
-                # numpy arrays export the buffer protocol, but numpy's stubs
-                # declare __buffer__ only from Python 3.12 on (so the ignore
-                # is unused there, and where numpy is untyped).
-                lv = memoryview(local)  # type: ignore[arg-type, unused-ignore]
-                sv = memoryview(seq)  # type: ignore[arg-type, unused-ignore]
-                try:
-                    n = backend.block_and_sequence_hashes(tok, size, lora, ns, eagle, mm, counts, lv, sv)
-                except BufferTooSmall as e:
-                    if e.needed <= capacity:
-                        raise InternalError(
-                            "library reported a buffer too small for %d items with capacity %d" % (e.needed, capacity)
-                        ) from None
-                    capacity = e.needed
-                    continue
-                finally:
-                    lv.release()
-                    sv.release()
-                break
+            (local, seq), n = grow_call_outputs(
+                lambda cap: new_u64(cap, like_numpy),
+                lambda views: backend.block_and_sequence_hashes(tok, size, lora, ns, eagle, mm, counts, *views),
+                len(tok) // size if size > 0 else 0,  # a hint, as in block_hashes
+                2,
+            )
         finally:
             tok.release()
         return truncate(local, n), truncate(seq, n)

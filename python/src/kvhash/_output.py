@@ -8,7 +8,7 @@ says what to allocate and which primitive to call.
 from __future__ import annotations
 
 import array
-from typing import TYPE_CHECKING, Callable, Tuple, TypeVar, Union
+from typing import TYPE_CHECKING, Callable, List, Tuple, TypeVar, Union
 
 from ._errors import BufferTooSmall, InternalError
 
@@ -43,14 +43,22 @@ def truncate(out: U64Array, n: int) -> U64Array:
 def grow_call(alloc: Callable[[int], _Out], call: Callable[[memoryview], int], capacity: int) -> Tuple[_Out, int]:
     """Allocate `capacity` items, call; on BUFFER_TOO_SMALL reallocate to the
     count the library asked for and call again. Returns (buffer, count)."""
+    outs, n = grow_call_outputs(alloc, lambda views: call(views[0]), capacity, 1)
+    return outs[0], n
+
+
+def grow_call_outputs(
+    alloc: Callable[[int], _Out], call: Callable[[List[memoryview]], int], capacity: int, outputs: int
+) -> Tuple[List[_Out], int]:
+    """grow_call for exports that fill several outputs of one capacity."""
     while True:
-        out = alloc(capacity)
+        outs = [alloc(capacity) for _ in range(outputs)]
         # numpy arrays export the buffer protocol, but numpy's stubs declare
         # __buffer__ only from Python 3.12 on (so the ignore is unused there,
         # and where numpy is untyped).
-        mv = memoryview(out)  # type: ignore[arg-type, unused-ignore]
+        views = [memoryview(out) for out in outs]  # type: ignore[arg-type, unused-ignore]
         try:
-            n = call(mv)
+            n = call(views)
         except BufferTooSmall as e:
             if e.needed <= capacity:
                 raise InternalError(
@@ -59,7 +67,8 @@ def grow_call(alloc: Callable[[int], _Out], call: Callable[[memoryview], int], c
             capacity = e.needed
             continue
         finally:
-            mv.release()
+            for view in views:
+                view.release()
         if n > capacity:
             raise InternalError("library wrote %d items into a buffer of %d" % (n, capacity))
-        return out, n
+        return outs, n
