@@ -271,17 +271,25 @@ static void step_find_matches(uint64_t h, const jval *arg) {
     free(hashes); free(ids); free(sizes); free(ranks); free(scores);
 }
 
-static void step_stats(uint64_t h) {
-    size_t cap = 4096, got = 0;
+/* text_result calls a (handle, buf, cap, out_len) export, growing buf until
+ * the text fits; the caller frees the result. */
+static char *text_result(int32_t (*fn)(uint64_t, char *, size_t, size_t *), uint64_t h,
+                         size_t *got, int32_t *st) {
+    size_t cap = 4096;
     char *buf = NULL;
-    int32_t st;
     for (;;) {
         buf = realloc(buf, cap);
         if (buf == NULL) abort();
-        st = kvhash_index_stats_json(h, buf, cap, &got);
-        if (st != KVHASH_ERR_BUFFER_TOO_SMALL) break;
-        cap = got + 1;
+        *st = fn(h, buf, cap, got);
+        if (*st != KVHASH_ERR_BUFFER_TOO_SMALL) return buf;
+        cap = *got + 1;
     }
+}
+
+static void step_stats(uint64_t h) {
+    size_t got = 0;
+    int32_t st;
+    char *buf = text_result(kvhash_index_stats_json, h, &got, &st);
     if (st != KVHASH_OK) step_status(st);
     else {
         out_str("{\"stats\":");
@@ -293,16 +301,9 @@ static void step_stats(uint64_t h) {
 
 /* The dump's JSON lines, each passed through as a JSON string. */
 static void step_dump(uint64_t h) {
-    size_t cap = 4096, got = 0;
-    char *buf = NULL;
+    size_t got = 0;
     int32_t st;
-    for (;;) {
-        buf = realloc(buf, cap);
-        if (buf == NULL) abort();
-        st = kvhash_index_dump_jsonl(h, buf, cap, &got);
-        if (st != KVHASH_ERR_BUFFER_TOO_SMALL) break;
-        cap = got + 1;
-    }
+    char *buf = text_result(kvhash_index_dump_jsonl, h, &got, &st);
     if (st != KVHASH_OK) step_status(st);
     else {
         out_str("{\"events\":[");
