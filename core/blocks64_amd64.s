@@ -1,0 +1,139 @@
+//go:build !purego
+
+#include "textflag.h"
+
+// Offsets into avx2Keys (blocks64_amd64.go).
+#define K_ACC 256
+#define K_MASK 288
+#define K_PRIME 320
+#define K_PRIMEHI 352
+#define K_BITFLIP1 384
+#define K_BITFLIP2 392
+#define K_PRIMESCALAR 400
+
+// MULFOLD adds mulFold(word 2m ^ key KA, word 2m+1 ^ key KB) of four
+// blocks to the accumulators in Y12, where OFF = 16m is the byte offset
+// of the word pair in a block. The four blocks start at R8, R8+R9,
+// R8+2*R9 and R8+R11 (R11 = 3*R9); lane j of every vector belongs to
+// block j. AVX2 multiplies only 32x32->64 bits per lane, so the 128-bit
+// product is built from four partial products: lo = p00 + (p01+p10)<<32,
+// hi = p11 + p01>>32 + p10>>32 + the carry out of the middle 32 bits.
+#define MULFOLD(OFF, KA, KB) \
+	VMOVDQU     OFF(R8), X0; \
+	VINSERTI128 $1, OFF(R8)(R9*2), Y0, Y0; \
+	VMOVDQU     OFF(R8)(R9*1), X1; \
+	VINSERTI128 $1, OFF(R8)(R11*1), Y1, Y1; \
+	VPUNPCKLQDQ Y1, Y0, Y2; \
+	VPUNPCKHQDQ Y1, Y0, Y3; \
+	VPXOR       KA(BX), Y2, Y2; \
+	VPXOR       KB(BX), Y3, Y3; \
+	VPSRLQ      $32, Y2, Y4; \
+	VPSRLQ      $32, Y3, Y5; \
+	VPMULUDQ    Y3, Y2, Y6; \
+	VPMULUDQ    Y5, Y2, Y7; \
+	VPMULUDQ    Y3, Y4, Y8; \
+	VPMULUDQ    Y5, Y4, Y9; \
+	VPSRLQ      $32, Y6, Y2; \
+	VPAND       Y15, Y7, Y3; \
+	VPADDQ      Y3, Y2, Y2; \
+	VPAND       Y15, Y8, Y3; \
+	VPADDQ      Y3, Y2, Y2; \
+	VPSRLQ      $32, Y7, Y7; \
+	VPSRLQ      $32, Y8, Y8; \
+	VPADDQ      Y7, Y9, Y9; \
+	VPADDQ      Y8, Y9, Y9; \
+	VPSRLQ      $32, Y2, Y3; \
+	VPADDQ      Y3, Y9, Y9; \
+	VPSLLQ      $32, Y2, Y2; \
+	VPBLENDD    $0x55, Y6, Y2, Y2; \
+	VPXOR       Y2, Y9, Y9; \
+	VPADDQ      Y9, Y12, Y12
+
+// CHAINSTEP extends the sequence chain by the local hash in H and stores
+// the new sequence hash at OFF(SI). R10 carries the previous sequence
+// hash already xored with bitflip1, which takes one operation off the
+// path each step waits for: that path (MULQ, the fold, the avalanche) is
+// what bounds the whole loop.
+#define CHAINSTEP(H, OFF) \
+	XORQ   K_BITFLIP2(BX), H; \
+	MOVQ   R10, R13; \
+	BSWAPQ R13; \
+	ADDQ   H, R13; \
+	ADDQ   $16, R13; \
+	MOVQ   R10, AX; \
+	MULQ   H; \
+	XORQ   DX, AX; \
+	ADDQ   R13, AX; \
+	MOVQ   AX, DX; \
+	SHRQ   $37, DX; \
+	XORQ   DX, AX; \
+	IMULQ  K_PRIMESCALAR(BX), AX; \
+	MOVQ   AX, DX; \
+	SHRQ   $32, DX; \
+	MOVQ   AX, R10; \
+	XORQ   K_BITFLIP1(BX), R10; \
+	XORQ   DX, R10; \
+	XORQ   DX, AX; \
+	MOVQ   AX, OFF(SI)
+
+// func hashBlocks64x4(l, sq *uint64, tokens *uint32, strideBytes, groups uintptr, keys *avx2Keys, chainLo uint64) uint64
+TEXT ·hashBlocks64x4(SB), NOSPLIT, $0-64
+	MOVQ l+0(FP), DI
+	MOVQ sq+8(FP), SI
+	MOVQ tokens+16(FP), R8
+	MOVQ strideBytes+24(FP), R9
+	MOVQ groups+32(FP), CX
+	MOVQ keys+40(FP), BX
+	MOVQ chainLo+48(FP), R10
+	LEAQ (R9)(R9*2), R11
+	VMOVDQU K_MASK(BX), Y15
+	VMOVDQU K_PRIME(BX), Y14
+	VMOVDQU K_PRIMEHI(BX), Y13
+	TESTQ CX, CX
+	JZ    done
+
+loop:
+	VMOVDQU K_ACC(BX), Y12
+	MULFOLD(0, 0, 32)
+	MULFOLD(48, 64, 96)
+	MULFOLD(16, 128, 160)
+	MULFOLD(32, 192, 224)
+
+	// XXH3's avalanche; the 64-bit multiply, too, from 32-bit halves:
+	// x*P mod 2^64 = x0*P0 + (x1*P0 + x0*P1)<<32.
+	VPSRLQ   $37, Y12, Y0
+	VPXOR    Y0, Y12, Y12
+	VPSRLQ   $32, Y12, Y1
+	VPMULUDQ Y14, Y12, Y2
+	VPMULUDQ Y14, Y1, Y3
+	VPMULUDQ Y13, Y12, Y4
+	VPADDQ   Y4, Y3, Y3
+	VPSLLQ   $32, Y3, Y3
+	VPADDQ   Y3, Y2, Y2
+	VPSRLQ   $32, Y2, Y3
+	VPXOR    Y3, Y2, Y2
+	VMOVDQU  Y2, (DI)
+
+	TESTQ SI, SI
+	JZ    next
+	VMOVQ        X2, R12
+	CHAINSTEP(R12, 0)
+	VPEXTRQ      $1, X2, R12
+	CHAINSTEP(R12, 8)
+	VEXTRACTI128 $1, Y2, X3
+	VMOVQ        X3, R12
+	CHAINSTEP(R12, 16)
+	VPEXTRQ      $1, X3, R12
+	CHAINSTEP(R12, 24)
+	ADDQ         $32, SI
+
+next:
+	ADDQ $32, DI
+	LEAQ (R8)(R9*4), R8
+	DECQ CX
+	JNZ  loop
+
+done:
+	VZEROUPPER
+	MOVQ R10, ret+56(FP)
+	RET
