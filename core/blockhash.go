@@ -97,9 +97,15 @@ func appendHashes(local, seq []uint64, withSequence bool, tokens []uint32, block
 	// must wait for the one before it, and issuing it after the next block
 	// lets the processor overlap that wait with independent work.
 	var chain uint64
-	if window == 16 && len(opts.MMHashes) == 0 {
-		chain = hashBlocks64B(l, sq, tokens, blockSize, keys)
-	} else {
+	fast := false
+	switch {
+	case len(opts.MMHashes) > 0:
+	case window == 16:
+		chain, fast = hashBlocks64B(l, sq, tokens, blockSize, keys), true
+	case window == 64:
+		chain, fast = hashBlocks256B(l, sq, tokens, blockSize, seed)
+	}
+	if !fast {
 		var scratch, encoded []byte
 		// Windows longer than the fixed paths go straight to XXH3 over the
 		// prompt's bytes, viewed (or on big-endian hosts encoded) once.

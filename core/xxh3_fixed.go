@@ -20,13 +20,15 @@ const (
 	len64Acc = uint64((64 * 0x9E3779B185EBCA87) & (1<<64 - 1))
 )
 
-// xxh3Secret holds the first 16 little-endian words of XXH3's default
-// 192-byte secret, the part that inputs of at most 128 bytes use.
-var xxh3Secret = [16]uint64{
+// xxh3Secret is XXH3's default 192-byte secret as little-endian words.
+// Inputs of at most 128 bytes use the first 16; longer ones all of it.
+var xxh3Secret = [24]uint64{
 	0xbe4ba423396cfeb8, 0x1cad21f72c81017c, 0xdb979083e96dd4de, 0x1f67b3b7a4a44072,
 	0x78e5c0cc4ee679cb, 0x2172ffcc7dd05a82, 0x8e2443f7744608b8, 0x4c263a81e69035e0,
 	0xcb00c391bb52283c, 0xa32e531b8b65d088, 0x4ef90da297486471, 0xd8acdea946ef1938,
 	0x3f349ce33f76faa8, 0x1d4f0bc7c7bbdcf9, 0x3159b4cd4be0518a, 0x647378d9c97e9fc8,
+	0xc3ebd33483acc5ea, 0xeb6313faffa081c5, 0x49daf0b751dd0d17, 0x9e68d429265516d3,
+	0xfca1477d58be162b, 0xce31d07ad1b8f88f, 0x280416958f3acb45, 0x7e404bbbcafbd7af,
 }
 
 // seededKeys is the secret with one seed folded in, as the short-input
