@@ -11,8 +11,10 @@ import (
 // BenchmarkHashing compares block+sequence hashing of an 8,192-token
 // prompt with its floor: the general XXH3-64 over the same blocks, no
 // chain, no options. `make bench` prints their ratio. The sequence-only
-// variant is the chain alone: its steps depend on each other, so its time
-// bounds from below what any block+sequence implementation can reach.
+// variant is the chain alone in portable Go (AppendSequenceHashes): its
+// steps wait for each other, so a chain step's latency, not the block
+// hashing, is what bounds block+sequence once the block hashing runs
+// beside it (the AVX2 loops on amd64, which also run the chain tighter).
 func BenchmarkHashing(b *testing.B) {
 	const promptTokens = 8192
 	tokens := randomTokens(rand.New(rand.NewPCG(11, 12)), promptTokens)

@@ -76,7 +76,45 @@
 	XORQ   DX, AX; \
 	MOVQ   AX, OFF(SI)
 
+// HASH4 hashes the four blocks at R8 into Y2 and stores them at (DI).
+#define HASH4 \
+	VMOVDQU  K_ACC(BX), Y12; \
+	MULFOLD(0, 0, 32); \
+	MULFOLD(48, 64, 96); \
+	MULFOLD(16, 128, 160); \
+	MULFOLD(32, 192, 224); \
+	VPSRLQ   $37, Y12, Y0; \
+	VPXOR    Y0, Y12, Y12; \
+	VPSRLQ   $32, Y12, Y1; \
+	VPMULUDQ Y14, Y12, Y2; \
+	VPMULUDQ Y14, Y1, Y3; \
+	VPMULUDQ Y13, Y12, Y4; \
+	VPADDQ   Y4, Y3, Y3; \
+	VPSLLQ   $32, Y3, Y3; \
+	VPADDQ   Y3, Y2, Y2; \
+	VPSRLQ   $32, Y2, Y3; \
+	VPXOR    Y3, Y2, Y2; \
+	VMOVDQU  Y2, (DI)
+
+// CHAIN4 extends the chain over the four local hashes in Y11 and stores
+// their sequence hashes at (SI).
+#define CHAIN4 \
+	VMOVQ        X11, R12; \
+	CHAINSTEP(R12, 0); \
+	VPEXTRQ      $1, X11, R12; \
+	CHAINSTEP(R12, 8); \
+	VEXTRACTI128 $1, Y11, X10; \
+	VMOVQ        X10, R12; \
+	CHAINSTEP(R12, 16); \
+	VPEXTRQ      $1, X10, R12; \
+	CHAINSTEP(R12, 24); \
+	ADDQ         $32, SI
+
 // func hashBlocks64x4(l, sq *uint64, tokens *uint32, strideBytes, groups uintptr, keys *avx2Keys, chainLo uint64) uint64
+//
+// The chain runs one group behind the hashing: in program order, group
+// g+1's hashes come before group g's chain steps, so the processor has
+// them ready (and the vector units busy) while the chain waits on itself.
 TEXT ·hashBlocks64x4(SB), NOSPLIT, $0-64
 	MOVQ l+0(FP), DI
 	MOVQ sq+8(FP), SI
@@ -91,47 +129,33 @@ TEXT ·hashBlocks64x4(SB), NOSPLIT, $0-64
 	VMOVDQU K_PRIMEHI(BX), Y13
 	TESTQ CX, CX
 	JZ    done
-
-loop:
-	VMOVDQU K_ACC(BX), Y12
-	MULFOLD(0, 0, 32)
-	MULFOLD(48, 64, 96)
-	MULFOLD(16, 128, 160)
-	MULFOLD(32, 192, 224)
-
-	// XXH3's avalanche; the 64-bit multiply, too, from 32-bit halves:
-	// x*P mod 2^64 = x0*P0 + (x1*P0 + x0*P1)<<32.
-	VPSRLQ   $37, Y12, Y0
-	VPXOR    Y0, Y12, Y12
-	VPSRLQ   $32, Y12, Y1
-	VPMULUDQ Y14, Y12, Y2
-	VPMULUDQ Y14, Y1, Y3
-	VPMULUDQ Y13, Y12, Y4
-	VPADDQ   Y4, Y3, Y3
-	VPSLLQ   $32, Y3, Y3
-	VPADDQ   Y3, Y2, Y2
-	VPSRLQ   $32, Y2, Y3
-	VPXOR    Y3, Y2, Y2
-	VMOVDQU  Y2, (DI)
-
 	TESTQ SI, SI
-	JZ    next
-	VMOVQ        X2, R12
-	CHAINSTEP(R12, 0)
-	VPEXTRQ      $1, X2, R12
-	CHAINSTEP(R12, 8)
-	VEXTRACTI128 $1, Y2, X3
-	VMOVQ        X3, R12
-	CHAINSTEP(R12, 16)
-	VPEXTRQ      $1, X3, R12
-	CHAINSTEP(R12, 24)
-	ADDQ         $32, SI
+	JZ    blocksonly
 
-next:
+	HASH4
+	VMOVDQA Y2, Y11
+	DECQ    CX
+	JZ      last
+
+chained:
+	ADDQ $32, DI
+	LEAQ (R8)(R9*4), R8
+	HASH4
+	CHAIN4
+	VMOVDQA Y2, Y11
+	DECQ    CX
+	JNZ     chained
+
+last:
+	CHAIN4
+	JMP done
+
+blocksonly:
+	HASH4
 	ADDQ $32, DI
 	LEAQ (R8)(R9*4), R8
 	DECQ CX
-	JNZ  loop
+	JNZ  blocksonly
 
 done:
 	VZEROUPPER
