@@ -17,8 +17,11 @@ go-lint:
 	  if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
 
+# Then core once more without its assembly (-tags purego), so the portable
+# paths that other architectures run pass every test here too.
 go-test: $$(GO_TEST_DEPS)
 	$(GO) test -race -count=1 ./...
+	$(GO) test -count=1 -tags purego ./core
 
 bench-hash:
 	$(GO) test -run "^$$" -bench "^BenchmarkHashing$$" -benchmem -count=1 ./core | $(GO) run ./internal/cmd/benchratio -baseline floor
