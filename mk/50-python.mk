@@ -1,13 +1,24 @@
-# The Python package (python/): a platform wheel that bundles libkvhash.so
-# and kvhash.wasm, its tests, and its benchmark.
+# The Python package (python/): a CPython wheel that bundles libkvhash.so,
+# kvhash.wasm and the kvhash._speedups extension, its tests, and its
+# benchmark.
 PY_WHEEL_DIR   := $(BUILD)/dist
 # The wheel's file name carries the library's version, which make does not
 # know; a stamp stands for it.
 PY_WHEEL_STAMP := $(PY_WHEEL_DIR)/.kvhash-wheel.stamp
-PY_PKG_SOURCES := $(shell find python/src -type f -name '*.py' 2>/dev/null) \
+PY_SPEEDUPS_SRC := python/src/kvhash/_speedups.c
+PY_PKG_SOURCES := $(shell find python/src -type f -name '*.py' -o -type f -name '*.pyi' 2>/dev/null) \
+                  $(PY_SPEEDUPS_SRC) \
                   python/src/kvhash/py.typed python/pyproject.toml python/setup.py python/README.md
+# The extension for the tests and the benchmark, which import the package
+# from python/src: built here, out of the source tree, and loaded through
+# KVHASH_SPEEDUPS (a plain .so suffix: make cannot know the interpreter's
+# before the venv exists). setup.py builds the wheel's copy itself.
+PY_SPEEDUPS     := $(BUILD)/pyext/kvhash/_speedups.so
+PY_EXT_CC       ?= cc
+PY_EXT_CFLAGS   := -O2 -Wall -Wextra -Werror -fPIC -shared
 # Tests and the benchmark use the build's artefacts, not an installed copy.
-PY_ARTEFACT_ENV := KVHASH_LIBRARY=$(abspath $(BUILD))/libkvhash.so KVHASH_WASM=$(abspath $(BUILD))/kvhash.wasm
+PY_ARTEFACT_ENV := KVHASH_LIBRARY=$(abspath $(BUILD))/libkvhash.so KVHASH_WASM=$(abspath $(BUILD))/kvhash.wasm \
+                   KVHASH_SPEEDUPS=$(abspath $(PY_SPEEDUPS))
 
 BUILD_TARGETS += python
 TEST_TARGETS  += python-test python-typecheck
@@ -17,20 +28,30 @@ BENCH_TARGETS += bench-python
 
 python: $(PY_WHEEL_STAMP)
 
+# Python.h comes from the venv's interpreter, asked at build time (the venv
+# may not exist when make reads this file). Built aside and moved into place.
+$(PY_SPEEDUPS): $(PY_SPEEDUPS_SRC) $(VENV_STAMP)
+	@mkdir -p $(@D)
+	$(PY_EXT_CC) $(PY_EXT_CFLAGS) \
+	  -I"$$($(PY) -c 'import sysconfig; print(sysconfig.get_paths()["include"])')" -o $@.tmp $<
+	mv -f $@.tmp $@
+
 # Offline: the pinned setuptools and wheel of the venv build it
 # (--no-build-isolation), no download. setup.py stages everything under
-# build/python and copies the two artefacts into the staged package.
+# build/python, copies the two artefacts into the staged package and
+# compiles the extension there.
 $(PY_WHEEL_STAMP): $(BUILD)/libkvhash.so $(BUILD)/kvhash.wasm $(VENV_STAMP) $(PY_PKG_SOURCES)
 	@mkdir -p $(PY_WHEEL_DIR)
 	rm -rf $(BUILD)/python $(PY_WHEEL_DIR)/kvhash-*.whl
 	$(PY_ARTEFACT_ENV) $(PY) -m pip wheel --quiet --disable-pip-version-check \
 	  --no-deps --no-build-isolation --no-index -w $(PY_WHEEL_DIR) python/
-	@ls $(PY_WHEEL_DIR)/kvhash-*-py3-none-*.whl
+	@ls $(PY_WHEEL_DIR)/kvhash-*-cp3*-cp3*-*.whl
 	touch $@
 
 # Depends on the wheel: one test installs it into a fresh venv.
-python-test: $(PY_WHEEL_STAMP)
-	$(PY_ARTEFACT_ENV) KVHASH_WHEEL_DIR=$(abspath $(PY_WHEEL_DIR)) \
+# KVHASH_EXPECT_SPEEDUPS: a test fails unless the extension is in use.
+python-test: $(PY_WHEEL_STAMP) $(PY_SPEEDUPS)
+	$(PY_ARTEFACT_ENV) KVHASH_EXPECT_SPEEDUPS=1 KVHASH_WHEEL_DIR=$(abspath $(PY_WHEEL_DIR)) \
 	  $(PY) -m pytest -p no:cacheprovider -q python/tests
 
 # The package ships py.typed, so its annotations are a promise: mypy --strict
@@ -45,5 +66,5 @@ python-typecheck: $(VENV_STAMP)
 	$(PY_MYPY) python/src/kvhash
 	$(PY_MYPY) --python-version 3.9 --disable-error-code overload-cannot-match python/src/kvhash
 
-bench-python: $(BUILD)/libkvhash.so $(BUILD)/kvhash.wasm $(VENV_STAMP)
+bench-python: $(BUILD)/libkvhash.so $(BUILD)/kvhash.wasm $(PY_SPEEDUPS) $(VENV_STAMP)
 	$(PY_ARTEFACT_ENV) PYTHONPATH=python/src $(PY) python/benchmarks/bench_hash.py

@@ -3,7 +3,10 @@
 The tests import the package from python/src (not an installed copy) and the
 oracle from conformance/oracle. The library and WASM module come from
 KVHASH_LIBRARY / KVHASH_WASM, which default to the repository's build/
-artefacts so that plain `pytest python/tests` works after `make build`.
+artefacts so that plain `pytest python/tests` works after `make build`. The
+C extension kvhash._speedups comes from KVHASH_SPEEDUPS (make sets it to
+build/pyext/kvhash/_speedups.so, and KVHASH_EXPECT_SPEEDUPS=1 so that its
+absence fails the run); without it the package uses its array fallback.
 """
 
 from __future__ import annotations
@@ -37,6 +40,10 @@ settings.load_profile("kvhash")
 
 BACKENDS = ("native", "wasm")
 
+#: Whether the run must exercise the C extension (make test sets it).
+EXPECT_SPEEDUPS = os.environ.get("KVHASH_EXPECT_SPEEDUPS") == "1"
+SPEEDUPS_SO = BUILD / "pyext" / "kvhash" / "_speedups.so"
+
 
 def load_backend(name: str):
     """The public API bound to one backend: kvhash._native or kvhash.wasm."""
@@ -56,3 +63,27 @@ def vector_files():
 def load_vectors(path: Path) -> dict:
     with open(path, encoding="utf-8") as f:
         return json.load(f)
+
+
+def require_speedups(speedups, reason):
+    """Fail (when the run expects the extension) or skip unless it is loaded."""
+    if speedups is None:
+        message = "kvhash._speedups is not in use: %s" % reason
+        if EXPECT_SPEEDUPS:
+            pytest.fail("KVHASH_EXPECT_SPEEDUPS=1, but " + message)
+        pytest.skip(message)
+
+
+@pytest.fixture(params=("speedups", "fallback"), scope="module")
+def conversion(request):
+    """Each test of a module that uses it (``pytestmark``) runs with lists
+    of ints converted by the C extension, then by the array fallback."""
+    from kvhash import _ints
+
+    if request.param == "speedups":
+        require_speedups(_ints.speedups, _ints.unavailable_reason)
+        yield request.param
+        return
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(_ints, "speedups", None)
+        yield request.param

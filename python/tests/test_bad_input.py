@@ -12,6 +12,10 @@ import pytest
 
 import kvhash
 
+# Every list of ints here is converted by the C extension, then by the
+# array fallback (conftest.conversion).
+pytestmark = pytest.mark.usefixtures("conversion")
+
 
 @pytest.mark.parametrize(
     "tokens",

@@ -11,6 +11,10 @@ import pytest
 import kvhash
 from kv_events import stored
 
+# Every list of ints here is converted by the C extension, then by the
+# array fallback (conftest.conversion).
+pytestmark = pytest.mark.usefixtures("conversion")
+
 P = inspect.Parameter
 
 DYNAMO_TOKENS = list(range(1, 13))

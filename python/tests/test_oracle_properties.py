@@ -7,8 +7,13 @@ import array
 
 import kvhash_oracle as oracle
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+
+# Every list of ints here is converted by the C extension, then by the
+# array fallback (conftest.conversion).
+pytestmark = pytest.mark.usefixtures("conversion")
 
 U32 = st.integers(0, 2**32 - 1)
 U64 = st.integers(0, 2**64 - 1)

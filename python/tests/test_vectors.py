@@ -9,6 +9,10 @@ import numpy as np
 import pytest
 from conftest import BACKENDS, load_backend, load_vectors, vector_files
 
+# Every list of ints here is converted by the C extension, then by the
+# array fallback (conftest.conversion).
+pytestmark = pytest.mark.usefixtures("conversion")
+
 KINDS = {"block", "error", "seed", "chain", "raw"}
 
 

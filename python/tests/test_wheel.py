@@ -1,5 +1,6 @@
-"""The wheel: a platform wheel with the library and the WASM module inside,
-installable offline into a fresh venv and usable from any directory."""
+"""The wheel: a CPython wheel with the library, the WASM module and the
+kvhash._speedups extension inside, installable offline into a fresh venv and
+usable from any directory, with the extension in use."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ import hashlib
 import json
 import os
 import subprocess
+import sys
 import sysconfig
 import venv
 import zipfile
@@ -31,11 +33,13 @@ def _sha(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
-def test_wheel_is_a_platform_wheel_with_both_artefacts():
+def test_wheel_is_a_cpython_wheel_with_the_artefacts_and_the_extension():
     wheel = _wheel()
     name, version, py, abi, plat = wheel.stem.split("-")
     assert name == "kvhash"
-    assert (py, abi) == ("py3", "none")
+    # An extension module ties the wheel to this interpreter's version and ABI.
+    cp = "cp%d%d" % sys.version_info[:2]
+    assert (py, abi) == (cp, cp)
     assert plat == sysconfig.get_platform().replace("-", "_").replace(".", "_")
     assert plat != "any"
     with zipfile.ZipFile(wheel) as z:
@@ -50,11 +54,15 @@ def test_wheel_is_a_platform_wheel_with_both_artefacts():
             "kvhash/py.typed",
             "kvhash/_lib/libkvhash.so",
             "kvhash/_lib/kvhash.wasm",
+            "kvhash/_speedups" + sysconfig.get_config_var("EXT_SUFFIX"),
+            "kvhash/_speedups.pyi",
         ):
             assert member in names, member
+        # The C source stays out: the wheel carries the compiled module.
+        assert not any(n.endswith((".c", ".o")) for n in names)
         wheel_meta = z.read("kvhash-%s.dist-info/WHEEL" % version).decode()
         assert "Root-Is-Purelib: false" in wheel_meta
-        assert "Tag: py3-none-%s" % plat in wheel_meta
+        assert "Tag: %s-%s-%s" % (cp, cp, plat) in wheel_meta
         # The bundled artefacts are the ones this test run uses.
         lib = Path(os.environ["KVHASH_LIBRARY"])
         mod = Path(os.environ["KVHASH_WASM"])
@@ -76,7 +84,10 @@ out = {
     "version": kvhash.__version__,
     "spec": kvhash.SPEC_VERSION,
     "backend": kvhash.BACKEND,
+    "speedups": kvhash.SPEEDUPS,
+    "speedups_file": getattr(sys.modules.get("kvhash._speedups"), "__file__", None),
     "hashes": kvhash.compute_block_hash_for_seq(list(range(1, 13)), 4),
+    "seq": kvhash.compute_seq_hash_for_block([14643705804678351452, 16777012769546811212, 483935686894639516]),
 }
 print(json.dumps(out))
 """
@@ -118,7 +129,26 @@ def test_installed_wheel_imports_from_anywhere(installed, backend):
     assert out["file"].startswith(str(root / "venv")), out["file"]
     assert out["backend"] == backend
     assert out["spec"] == "v1"
+    # The bundled extension converts the lists, whatever the backend.
+    assert out["speedups"] is True
+    assert out["speedups_file"].startswith(str(root / "venv")), out["speedups_file"]
     assert out["hashes"] == [14643705804678351452, 16777012769546811212, 483935686894639516]
+    assert out["seq"] == [14643705804678351452, 4945711292740353085, 12583592247330656132]
+
+
+def test_installed_wheel_without_speedups_gives_the_same_hashes(installed):
+    res = _run(installed, "-c", SCRIPT, _site_packages(), extra_env={"KVHASH_SPEEDUPS": "0"})
+    assert res.returncode == 0, res.stderr
+    out = json.loads(res.stdout)
+    assert out["speedups"] is False and out["speedups_file"] is None
+    assert out["hashes"] == [14643705804678351452, 16777012769546811212, 483935686894639516]
+    assert out["seq"] == [14643705804678351452, 4945711292740353085, 12583592247330656132]
+
+
+def test_installed_wheel_reports_speedups_in_its_version(installed):
+    res = _run(installed, "-m", "kvhash", "version")
+    assert res.returncode == 0, res.stderr
+    assert "speedups on" in res.stdout
 
 
 def test_installed_wheel_runs_the_doctor(installed):

@@ -7,7 +7,8 @@ this package converts types and errors only.
 
 Backends: ``native`` (ctypes over ``libkvhash.so``, the default) and ``wasm``
 (wasmtime over ``kvhash.wasm``), chosen with ``KVHASH_BACKEND``. Both are also
-importable directly as ``kvhash._native`` and ``kvhash.wasm``.
+importable directly as ``kvhash._native`` and ``kvhash.wasm``. Lists of ints
+are converted by an optional C extension when it is available (``SPEEDUPS``).
 
 See docs/api/python.md for the full reference.
 """
@@ -16,6 +17,7 @@ from __future__ import annotations
 
 import os as _os
 
+from . import _ints
 from ._errors import (
     DecodeError,
     InternalError,
@@ -39,6 +41,9 @@ __version__: str = _bound.version
 SPEC_VERSION: str = _bound.spec_version
 #: The backend in use: "native" or "wasm".
 BACKEND: str = _bound.backend.name
+#: Whether the C extension kvhash._speedups converts lists of ints (else the
+#: array module does, slower, with the same results and errors).
+SPEEDUPS: bool = _ints.speedups is not None
 
 compute_block_hash_for_seq = _bound.compute_block_hash_for_seq
 compute_block_hash_for_seq_py = _bound.compute_block_hash_for_seq
@@ -57,6 +62,7 @@ __all__ = [
     "__version__",
     "SPEC_VERSION",
     "BACKEND",
+    "SPEEDUPS",
     "compute_block_hash_for_seq",
     "compute_block_hash_for_seq_py",
     "compute_seq_hash_for_block",

@@ -13,7 +13,13 @@ from typing import List, Optional
 def _version() -> int:
     import kvhash
 
-    print("kvhash %s (spec %s, backend %s)" % (kvhash.__version__, kvhash.SPEC_VERSION, kvhash.BACKEND))
+    from . import _ints
+
+    speedups = "on" if kvhash.SPEEDUPS else "off: " + _ints.unavailable_reason
+    print(
+        "kvhash %s (spec %s, backend %s, speedups %s)"
+        % (kvhash.__version__, kvhash.SPEC_VERSION, kvhash.BACKEND, speedups)
+    )
     return 0
 
 

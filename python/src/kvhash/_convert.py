@@ -3,7 +3,8 @@
 Python-level checks are about Python types only: a non-int where an int is
 expected is a TypeError; an int outside its C type (u32 tokens, u64 hashes and
 ids) is an OverflowError (what ``array('I', ...)`` and pyo3 raise); a buffer of
-the wrong item size or layout is a TypeError. Whether a value makes sense
+the wrong item size or layout is a TypeError. Lists of ints are packed by
+``_ints`` (the C extension when available). Whether a value makes sense
 (a zero block size, an unknown worker) is the library's decision.
 """
 
@@ -13,6 +14,8 @@ import array
 import operator
 import sys
 from typing import Any, Iterable, Mapping, Optional, Sequence, Tuple
+
+from ._ints import pack_u32, pack_u64, range_error
 
 _U32_LIMIT = 1 << 32
 _U64_LIMIT = 1 << 64
@@ -38,14 +41,14 @@ def to_int(value: Any, what: str) -> int:
 def to_u64(value: Any, what: str) -> int:
     v = to_int(value, what)
     if not 0 <= v < _U64_LIMIT:
-        raise OverflowError("%s must be in [0, 2**64), got %d" % (what, v))
+        raise range_error(what, v, 64)
     return v
 
 
 def to_u32(value: Any, what: str) -> int:
     v = to_int(value, what)
     if not 0 <= v < _U32_LIMIT:
-        raise OverflowError("%s must be in [0, 2**32), got %d" % (what, v))
+        raise range_error(what, v, 32)
     return v
 
 
@@ -113,27 +116,26 @@ def _check_view(mv: memoryview, itemsize: int, what: str) -> memoryview:
 
 def _view(values: object, itemsize: int, what: str) -> memoryview:
     """A checked 1-D view of `values`: the caller's buffer itself when it has
-    the buffer protocol (no copy), else one C-level pass into an array."""
-    if type(values) is list:
-        # The common case, converted in one C-level pass (a few ns a value;
-        # fromlist is faster than the array() constructor): it raises
-        # TypeError for non-ints and OverflowError for out-of-range values.
-        arr = array.array("I" if itemsize == 4 else "Q")
-        arr.fromlist(values)
-        return memoryview(arr)
-    try:
-        # A probe: memoryview raises TypeError for an object without the
-        # buffer protocol, which is then read as an iterable of ints. (Typed
-        # as object because only this call can tell: before Python 3.12 no
-        # attribute does, and numpy's stubs declare __buffer__ from 3.12 on.)
-        mv = memoryview(values)  # type: ignore[arg-type]
-    except TypeError:
-        if isinstance(values, (str, Mapping)) or not isinstance(values, Iterable):
-            raise TypeError(
-                "%s must be a sequence of ints or a buffer, not %s" % (what, type(values).__name__)
-            ) from None
-        return memoryview(array.array("I" if itemsize == 4 else "Q", values))
-    return _check_view(mv, itemsize, what)
+    the buffer protocol (no copy), else its items packed (``_ints``: one
+    C-level pass, TypeError for non-ints, OverflowError for out-of-range
+    values, naming the item)."""
+    if type(values) is not list and type(values) is not tuple:
+        try:
+            # A probe: memoryview raises TypeError for an object without the
+            # buffer protocol, which is then read as an iterable of ints.
+            # (Typed as object because only this call can tell: before
+            # Python 3.12 no attribute does, and numpy's stubs declare
+            # __buffer__ from 3.12 on.)
+            mv = memoryview(values)  # type: ignore[arg-type]
+        except TypeError:
+            if isinstance(values, (str, Mapping)) or not isinstance(values, Iterable):
+                raise TypeError(
+                    "%s must be a sequence of ints or a buffer, not %s" % (what, type(values).__name__)
+                ) from None
+            values = list(values)
+        else:
+            return _check_view(mv, itemsize, what)
+    return pack_u32(values, what) if itemsize == 4 else pack_u64(values, what)
 
 
 def u32_view(values: object, what: str) -> memoryview:
@@ -157,15 +159,16 @@ def mm_arrays(
         raise TypeError("mm_hashes must be a list (one entry a block), not %s" % type(mm_hashes).__name__)
     flat = array.array("Q")
     counts = array.array("I")
-    for entry in mm_hashes:
+    for i, entry in enumerate(mm_hashes):
         if entry is None:
             counts.append(0)
             continue
         if isinstance(entry, (str, bytes, Mapping)) or not isinstance(entry, Iterable):
             raise TypeError("an mm_hashes entry must be None or a list of ints, not %s" % type(entry).__name__)
-        before = len(flat)
-        flat.extend(entry)  # TypeError / OverflowError in C
-        counts.append(len(flat) - before)
+        items = entry if type(entry) is list or type(entry) is tuple else list(entry)
+        with pack_u64(items, "mm_hashes[%d]" % i) as packed, packed.cast("B") as raw:
+            flat.frombytes(raw)
+            counts.append(len(packed))
     if not counts:
         return None, None
     return memoryview(flat), memoryview(counts)

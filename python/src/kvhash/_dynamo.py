@@ -12,6 +12,7 @@ from typing import Any, Dict, Iterable, List, Mapping, Optional
 from ._convert import to_int
 from ._errors import InvalidArgumentError
 from ._hashing import Hashing
+from ._ints import u64_list
 
 
 def mm_from_block_infos(block_mm_infos: Any) -> Optional[List[Optional[List[int]]]]:
@@ -79,8 +80,8 @@ class DynamoFunctions:
             if to_int(kv_block_size, "kv_block_size") == 0:
                 raise ValueError("kv_block_size cannot be 0") from e
             raise
-        return out.tolist()
+        return u64_list(out)
 
     def compute_seq_hash_for_block(self, block_hashes: List[int]) -> List[int]:
         """Dynamo's ``compute_seq_hash_for_block``: the sequence hashes as a list."""
-        return self.hashing.sequence_hashes(block_hashes).tolist()
+        return u64_list(self.hashing.sequence_hashes(block_hashes))
