@@ -1,6 +1,7 @@
 # The Go core, the CLI and every Go package's tests.
 KVHASH_CLI := $(BUILD)/bin/kvhash
-GO_SOURCES := $(shell find . -name '*.go' -not -path './build/*' 2>/dev/null) go.mod go.sum
+# Go and Go assembly: every Go build output depends on both.
+GO_SOURCES := $(shell find . \( -name '*.go' -o -name '*.s' \) -not -path './build/*' 2>/dev/null) go.mod go.sum
 # Fragments add build outputs that Go tests load (the wasm module, ...).
 GO_TEST_DEPS :=
 

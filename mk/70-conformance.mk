@@ -29,9 +29,10 @@ $(C_TESTEE): $(C_TESTEE_SRC) $(BUILD)/include/kvhash.h $(BUILD)/libkvhash.so
 	  $(filter %.c,$(C_TESTEE_SRC)) -L$(BUILD) -lkvhash -Wl,-rpath,$(abspath $(BUILD))
 
 # Every testee's binding: the Go testees, the C library and its testee, the
-# wasm module (wazero, Node, wasmtime) and the venv (oracle, Python package).
+# wasm module (wazero, Node, wasmtime), the venv (oracle, Python package)
+# and the Python package's C extension.
 CONFORMANCE_DEPS := $(GOCORE_TESTEE) $(WAZERO_TESTEE) $(C_TESTEE) \
-  $(BUILD)/libkvhash.so $(BUILD)/kvhash.wasm $(VENV_STAMP)
+  $(BUILD)/libkvhash.so $(BUILD)/kvhash.wasm $(VENV_STAMP) $(PY_SPEEDUPS)
 
 .PHONY: conformance-run
 conformance-run: $(CONFORMANCE_DEPS)

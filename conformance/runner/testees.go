@@ -36,9 +36,13 @@ func defaultTestees(root string) []testeeSpec {
 	py := abs("build/venv/bin/python")
 	lib := abs("build/libkvhash.so")
 	wasm := abs("build/kvhash.wasm")
-	pyEnv := func(backend string) []string {
+	speedups := abs("build/pyext/kvhash/_speedups.so")
+	// The ctypes testee converts lists with the package's C extension, the
+	// wasmtime one with its pure-Python fallback: both conversion paths
+	// answer every case.
+	pyEnv := func(backend, speedups string) []string {
 		return []string{"KVHASH_BACKEND=" + backend, "KVHASH_LIBRARY=" + lib, "KVHASH_WASM=" + wasm,
-			"PYTHONPATH=" + abs("python/src")}
+			"KVHASH_SPEEDUPS=" + speedups, "PYTHONPATH=" + abs("python/src")}
 	}
 	return []testeeSpec{
 		{Name: "oracle", Argv: []string{py, abs("conformance/testees/oracle.py")},
@@ -48,10 +52,10 @@ func defaultTestees(root string) []testeeSpec {
 		{Name: "c", Argv: []string{abs("build/conformance/c-testee")},
 			Needs:    []string{abs("build/conformance/c-testee"), lib},
 			MakeHint: "make build/libkvhash.so build/conformance/c-testee"},
-		{Name: "python-ctypes", Argv: []string{py, abs("conformance/testees/python_testee.py")}, Env: pyEnv("native"),
-			Needs:    []string{py, lib, abs("python/src/kvhash/__init__.py")},
-			MakeHint: "make venv build/libkvhash.so"},
-		{Name: "python-wasmtime", Argv: []string{py, abs("conformance/testees/python_testee.py")}, Env: pyEnv("wasm"),
+		{Name: "python-ctypes", Argv: []string{py, abs("conformance/testees/python_testee.py")}, Env: pyEnv("native", speedups),
+			Needs:    []string{py, lib, speedups, abs("python/src/kvhash/__init__.py")},
+			MakeHint: "make venv build/libkvhash.so build/pyext/kvhash/_speedups.so"},
+		{Name: "python-wasmtime", Argv: []string{py, abs("conformance/testees/python_testee.py")}, Env: pyEnv("wasm", "0"),
 			Needs:    []string{py, wasm, abs("python/src/kvhash/__init__.py")},
 			MakeHint: "make venv build/kvhash.wasm"},
 		{Name: "wazero", Argv: []string{abs("build/conformance/wazero-testee")}, Env: []string{"KVHASH_WASM=" + wasm},
