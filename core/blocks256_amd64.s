@@ -1,6 +1,7 @@
 //go:build !purego
 
 #include "textflag.h"
+#include "xxh3_amd64.h"
 
 // Offsets into avx2LongKeys (blocks256_amd64.go).
 #define L_SECRET 0
@@ -31,29 +32,7 @@
 	VPADDQ   Y4, Y0, Y0; \
 	VPADDQ   Y5, Y1, Y1
 
-// CHAINSTEP: as in blocks64_amd64.s, for the local hash in H, storing the
-// sequence hash at (SI).
-#define CHAINSTEP(H) \
-	XORQ   L_BITFLIP2(BX), H; \
-	MOVQ   R10, R13; \
-	BSWAPQ R13; \
-	ADDQ   H, R13; \
-	ADDQ   $16, R13; \
-	MOVQ   R10, AX; \
-	MULQ   H; \
-	XORQ   DX, AX; \
-	ADDQ   R13, AX; \
-	MOVQ   AX, DX; \
-	SHRQ   $37, DX; \
-	XORQ   DX, AX; \
-	IMULQ  L_PRIME(BX), AX; \
-	MOVQ   AX, DX; \
-	SHRQ   $32, DX; \
-	MOVQ   AX, R10; \
-	XORQ   L_BITFLIP1(BX), R10; \
-	XORQ   DX, R10; \
-	XORQ   DX, AX; \
-	MOVQ   AX, (SI)
+#define STEP(H) CHAINSTEP(H, (SI), L_BITFLIP1(BX), L_BITFLIP2(BX), L_PRIME(BX))
 
 // func hashBlocks256(l, sq *uint64, tokens *uint32, strideBytes, n uintptr, keys *avx2LongKeys, chainLo uint64) uint64
 TEXT ·hashBlocks256(SB), NOSPLIT, $0-64
@@ -82,31 +61,12 @@ loop:
 
 	// Merge: 256*prime64_1 + sum of mulFold(acc[2i] ^ s, acc[2i+1] ^ s')
 	// over the secret from byte 11, the four folds side by side in
-	// 32-bit halves (see MULFOLD in blocks64_amd64.s), then the sum.
+	// 32-bit halves, then the sum.
 	VPXOR       11(BX), Y0, Y0
 	VPXOR       43(BX), Y1, Y1
 	VPUNPCKLQDQ Y1, Y0, Y2
 	VPUNPCKHQDQ Y1, Y0, Y3
-	VPSRLQ      $32, Y2, Y4
-	VPSRLQ      $32, Y3, Y5
-	VPMULUDQ    Y3, Y2, Y6
-	VPMULUDQ    Y5, Y2, Y7
-	VPMULUDQ    Y3, Y4, Y8
-	VPMULUDQ    Y5, Y4, Y9
-	VPSRLQ      $32, Y6, Y2
-	VPAND       Y15, Y7, Y3
-	VPADDQ      Y3, Y2, Y2
-	VPAND       Y15, Y8, Y3
-	VPADDQ      Y3, Y2, Y2
-	VPSRLQ      $32, Y7, Y7
-	VPSRLQ      $32, Y8, Y8
-	VPADDQ      Y7, Y9, Y9
-	VPADDQ      Y8, Y9, Y9
-	VPSRLQ      $32, Y2, Y3
-	VPADDQ      Y3, Y9, Y9
-	VPSLLQ      $32, Y2, Y2
-	VPBLENDD    $0x55, Y6, Y2, Y2
-	VPXOR       Y2, Y9, Y9
+	MULFOLD4
 	VEXTRACTI128 $1, Y9, X10
 	VPADDQ      X10, X9, X9
 	VPSHUFD     $0x4e, X9, X10
@@ -126,7 +86,7 @@ loop:
 
 	TESTQ SI, SI
 	JZ    next
-	CHAINSTEP(R12)
+	STEP(R12)
 	ADDQ  $8, SI
 
 next:

@@ -1,6 +1,7 @@
 //go:build !purego
 
 #include "textflag.h"
+#include "xxh3_amd64.h"
 
 // Offsets into avx2Keys (blocks64_amd64.go).
 #define K_ACC 256
@@ -15,9 +16,7 @@
 // blocks to the accumulators in Y12, where OFF = 16m is the byte offset
 // of the word pair in a block. The four blocks start at R8, R8+R9,
 // R8+2*R9 and R8+R11 (R11 = 3*R9); lane j of every vector belongs to
-// block j. AVX2 multiplies only 32x32->64 bits per lane, so the 128-bit
-// product is built from four partial products: lo = p00 + (p01+p10)<<32,
-// hi = p11 + p01>>32 + p10>>32 + the carry out of the middle 32 bits.
+// block j.
 #define MULFOLD(OFF, KA, KB) \
 	VMOVDQU     OFF(R8), X0; \
 	VINSERTI128 $1, OFF(R8)(R9*2), Y0, Y0; \
@@ -27,56 +26,14 @@
 	VPUNPCKHQDQ Y1, Y0, Y3; \
 	VPXOR       KA(BX), Y2, Y2; \
 	VPXOR       KB(BX), Y3, Y3; \
-	VPSRLQ      $32, Y2, Y4; \
-	VPSRLQ      $32, Y3, Y5; \
-	VPMULUDQ    Y3, Y2, Y6; \
-	VPMULUDQ    Y5, Y2, Y7; \
-	VPMULUDQ    Y3, Y4, Y8; \
-	VPMULUDQ    Y5, Y4, Y9; \
-	VPSRLQ      $32, Y6, Y2; \
-	VPAND       Y15, Y7, Y3; \
-	VPADDQ      Y3, Y2, Y2; \
-	VPAND       Y15, Y8, Y3; \
-	VPADDQ      Y3, Y2, Y2; \
-	VPSRLQ      $32, Y7, Y7; \
-	VPSRLQ      $32, Y8, Y8; \
-	VPADDQ      Y7, Y9, Y9; \
-	VPADDQ      Y8, Y9, Y9; \
-	VPSRLQ      $32, Y2, Y3; \
-	VPADDQ      Y3, Y9, Y9; \
-	VPSLLQ      $32, Y2, Y2; \
-	VPBLENDD    $0x55, Y6, Y2, Y2; \
-	VPXOR       Y2, Y9, Y9; \
+	MULFOLD4; \
 	VPADDQ      Y9, Y12, Y12
 
-// CHAINSTEP extends the sequence chain by the local hash in H and stores
-// the new sequence hash at OFF(SI). R10 carries the previous sequence
-// hash already xored with bitflip1, which takes one operation off the
-// path each step waits for: that path (MULQ, the fold, the avalanche) is
-// what bounds the whole loop.
-#define CHAINSTEP(H, OFF) \
-	XORQ   K_BITFLIP2(BX), H; \
-	MOVQ   R10, R13; \
-	BSWAPQ R13; \
-	ADDQ   H, R13; \
-	ADDQ   $16, R13; \
-	MOVQ   R10, AX; \
-	MULQ   H; \
-	XORQ   DX, AX; \
-	ADDQ   R13, AX; \
-	MOVQ   AX, DX; \
-	SHRQ   $37, DX; \
-	XORQ   DX, AX; \
-	IMULQ  K_PRIMESCALAR(BX), AX; \
-	MOVQ   AX, DX; \
-	SHRQ   $32, DX; \
-	MOVQ   AX, R10; \
-	XORQ   K_BITFLIP1(BX), R10; \
-	XORQ   DX, R10; \
-	XORQ   DX, AX; \
-	MOVQ   AX, OFF(SI)
+#define STEP(H, OFF) CHAINSTEP(H, OFF(SI), K_BITFLIP1(BX), K_BITFLIP2(BX), K_PRIMESCALAR(BX))
 
 // HASH4 hashes the four blocks at R8 into Y2 and stores them at (DI).
+// The avalanche's 64-bit multiply, too, comes from 32-bit halves:
+// x*P mod 2^64 = x0*P0 + (x1*P0 + x0*P1)<<32, with Y14 = P, Y13 = P>>32.
 #define HASH4 \
 	VMOVDQU  K_ACC(BX), Y12; \
 	MULFOLD(0, 0, 32); \
@@ -100,14 +57,14 @@
 // their sequence hashes at (SI).
 #define CHAIN4 \
 	VMOVQ        X11, R12; \
-	CHAINSTEP(R12, 0); \
+	STEP(R12, 0); \
 	VPEXTRQ      $1, X11, R12; \
-	CHAINSTEP(R12, 8); \
+	STEP(R12, 8); \
 	VEXTRACTI128 $1, Y11, X10; \
 	VMOVQ        X10, R12; \
-	CHAINSTEP(R12, 16); \
+	STEP(R12, 16); \
 	VPEXTRQ      $1, X10, R12; \
-	CHAINSTEP(R12, 24); \
+	STEP(R12, 24); \
 	ADDQ         $32, SI
 
 // func hashBlocks64x4(l, sq *uint64, tokens *uint32, strideBytes, groups uintptr, keys *avx2Keys, chainLo uint64) uint64
