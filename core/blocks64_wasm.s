@@ -134,6 +134,17 @@
 	Get R15; Set R5; \
 	NEXT
 
+// EACH runs S (LSTEP or STEP) for every block from R0 up to R2: once if
+// their number is odd, then twice an iteration (unrolled by two: 7 %
+// faster than one block an iteration; four was no better).
+#define EACH(S) \
+	Get R2; Get R0; I64Sub; I64Const $8; I64And; I64Const $0; I64Ne; \
+	If; S; End; \
+	Block; \
+		Get R0; Get R2; I64Eq; BrIf $0; \
+		Loop; S; S; Get R0; Get R2; I64Ne; BrIf $0; End; \
+	End
+
 // func hashBlocks64BWasm(l, sq *uint64, tokens *uint32, n, stride int, k [8]uint64) (chain uint64)
 TEXT ·hashBlocks64BWasm(SB), NOSPLIT, $64-112
 	Get SP; I64Const LEN64ACC; I64Store C_LEN64ACC
@@ -165,32 +176,8 @@ TEXT ·hashBlocks64BWasm(SB), NOSPLIT, $64-112
 	Tee R1
 	I64Eqz
 	If
-		// Local hashes only: one block if their number is odd, then two
-		// an iteration.
-		Get R2
-		Get R0
-		I64Sub
-		I64Const $8
-		I64And
-		I64Const $0
-		I64Ne
-		If
-			LSTEP
-		End
-		Block
-			Get R0
-			Get R2
-			I64Eq
-			BrIf $0
-			Loop
-				LSTEP
-				LSTEP
-				Get R0
-				Get R2
-				I64Ne
-				BrIf $0
-			End
-		End
+		// Local hashes only.
+		EACH(LSTEP)
 		RET
 	End
 	Get R1
@@ -233,31 +220,7 @@ TEXT ·hashBlocks64BWasm(SB), NOSPLIT, $64-112
 	I64Store $0
 	NEXT
 
-	// Blocks 2..n-1: one block if their number is odd, then two an
-	// iteration.
-	Get R2
-	Get R0
-	I64Sub
-	I64Const $8
-	I64And
-	I64Const $0
-	I64Ne
-	If
-		STEP
-	End
-	Block
-		Get R0
-		Get R2
-		I64Eq
-		BrIf $0
-		Loop
-			STEP
-			STEP
-			Get R0
-			Get R2
-			I64Ne
-			BrIf $0
-		End
-	End
+	// Blocks 2..n-1.
+	EACH(STEP)
 	MOVD R4, chain+104(FP)
 	RET
