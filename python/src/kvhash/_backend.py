@@ -23,9 +23,24 @@ Conventions:
 
 from __future__ import annotations
 
-from typing import Optional, Protocol
+from typing import NamedTuple, Optional, Protocol
 
 Buffer = memoryview
+
+
+class HashInput(NamedTuple):
+    """What every block-hashing export takes before its outputs (the ABI's
+    own ``HashInput``): the tokens, the block size, the options."""
+
+    tokens: Buffer
+    block_size: int
+    lora: bytes
+    namespace: bytes
+    eagle: bool
+    #: u64 media hashes of every block, concatenated, and how many each
+    #: block has (u32); both None without multimodal input.
+    mm_hashes: Optional[Buffer]
+    mm_counts: Optional[Buffer]
 
 
 class Backend(Protocol):
@@ -48,30 +63,9 @@ class Backend(Protocol):
 
     def block_count(self, n_tokens: int, block_size: int, eagle: bool) -> int: ...
 
-    def block_hashes(
-        self,
-        tokens: Buffer,
-        block_size: int,
-        lora: bytes,
-        namespace: bytes,
-        eagle: bool,
-        mm_hashes: Optional[Buffer],
-        mm_counts: Optional[Buffer],
-        out: Buffer,
-    ) -> int: ...
+    def block_hashes(self, inputs: HashInput, out: Buffer) -> int: ...
 
-    def block_and_sequence_hashes(
-        self,
-        tokens: Buffer,
-        block_size: int,
-        lora: bytes,
-        namespace: bytes,
-        eagle: bool,
-        mm_hashes: Optional[Buffer],
-        mm_counts: Optional[Buffer],
-        out_local: Buffer,
-        out_sequence: Buffer,
-    ) -> int: ...
+    def block_and_sequence_hashes(self, inputs: HashInput, out_local: Buffer, out_sequence: Buffer) -> int: ...
 
     def sequence_hashes(self, block_hashes: Buffer, out: Buffer) -> int: ...
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 import array
 from typing import TYPE_CHECKING, Any, Optional, Sequence, Tuple, overload
 
-from ._backend import Backend
+from ._backend import Backend, HashInput
 from ._convert import is_numpy, mm_arrays, to_bool, to_i64, to_name, to_u64, u32_view, u64_view
 from ._output import grow_call, grow_call_outputs, new_u64, truncate
 
@@ -89,19 +89,12 @@ class Hashing:
         input."""
         tok = u32_view(tokens, "tokens")
         try:
-            size = to_i64(block_size, "block_size")
-            lora = to_name(lora_name, "lora_name")
-            ns = to_name(cache_namespace, "cache_namespace")
-            eagle = to_bool(is_eagle, "is_eagle")
-            mm, counts = mm_arrays(mm_hashes)
+            inputs = _hash_input(tok, block_size, lora_name, cache_namespace, is_eagle, mm_hashes)
             backend = self.backend
-            # A capacity hint only: the library reports the real count, and
-            # asks for more room (BUFFER_TOO_SMALL) if the hint is short.
-            hint = len(tok) // size if size > 0 else 0
             out, n = grow_call(
                 lambda cap: new_u64(cap, is_numpy(tokens)),
-                lambda mv: backend.block_hashes(tok, size, lora, ns, eagle, mm, counts, mv),
-                hint,
+                lambda mv: backend.block_hashes(inputs, mv),
+                _capacity_hint(inputs),
             )
         finally:
             tok.release()
@@ -159,17 +152,13 @@ class Hashing:
         ``block_hashes``."""
         tok = u32_view(tokens, "tokens")
         try:
-            size = to_i64(block_size, "block_size")
-            lora = to_name(lora_name, "lora_name")
-            ns = to_name(cache_namespace, "cache_namespace")
-            eagle = to_bool(is_eagle, "is_eagle")
-            mm, counts = mm_arrays(mm_hashes)
+            inputs = _hash_input(tok, block_size, lora_name, cache_namespace, is_eagle, mm_hashes)
             like_numpy = is_numpy(tokens)
             backend = self.backend
             (local, seq), n = grow_call_outputs(
                 lambda cap: new_u64(cap, like_numpy),
-                lambda views: backend.block_and_sequence_hashes(tok, size, lora, ns, eagle, mm, counts, *views),
-                len(tok) // size if size > 0 else 0,  # a hint, as in block_hashes
+                lambda views: backend.block_and_sequence_hashes(inputs, *views),
+                _capacity_hint(inputs),
                 2,
             )
         finally:
@@ -236,3 +225,29 @@ class Hashing:
     def chain_step(self, parent: int, local: int) -> int:
         """The sequence hash of a block from its parent's sequence hash and its local hash."""
         return self.backend.chain_step(to_u64(parent, "parent"), to_u64(local, "local"))
+
+
+def _hash_input(
+    tokens: memoryview,
+    block_size: Any,
+    lora_name: Any,
+    cache_namespace: Any,
+    is_eagle: Any,
+    mm_hashes: Any,
+) -> HashInput:
+    """The block-hashing arguments checked and converted for the backend,
+    in the order of the signature (the first bad one is reported)."""
+    size = to_i64(block_size, "block_size")
+    lora = to_name(lora_name, "lora_name")
+    namespace = to_name(cache_namespace, "cache_namespace")
+    eagle = to_bool(is_eagle, "is_eagle")
+    mm, counts = mm_arrays(mm_hashes)
+    return HashInput(tokens, size, lora, namespace, eagle, mm, counts)
+
+
+def _capacity_hint(inputs: HashInput) -> int:
+    """How many hashes to make room for first. A hint only: the library
+    reports the real count, and asks for more room (BUFFER_TOO_SMALL) when
+    the hint is short."""
+    size = inputs.block_size
+    return len(inputs.tokens) // size if size > 0 else 0

@@ -19,6 +19,7 @@ from ctypes import POINTER, c_char_p, c_int32, c_int64, c_size_t, c_uint32, c_ui
 from typing import Callable, NoReturn, Optional, Tuple
 
 from . import _api
+from ._backend import HashInput
 from ._buffers import address
 from ._errors import ERR_BUFFER_TOO_SMALL, OK, BufferTooSmall, error_for
 
@@ -173,42 +174,17 @@ class NativeBackend:
             self._fail(status)
         return out.value
 
-    def block_hashes(
-        self,
-        tokens: memoryview,
-        block_size: int,
-        lora: bytes,
-        namespace: bytes,
-        eagle: bool,
-        mm_hashes: Optional[memoryview],
-        mm_counts: Optional[memoryview],
-        out: memoryview,
-    ) -> int:
+    def block_hashes(self, inputs: HashInput, out: memoryview) -> int:
         out_len = c_size_t()
-        status = self._block_hashes(
-            *_hash_inputs(tokens, block_size, lora, namespace, eagle, mm_hashes, mm_counts),
-            address(out), len(out), ctypes.byref(out_len),
-        )
+        status = self._block_hashes(*_hash_inputs(inputs), address(out), len(out), ctypes.byref(out_len))
         if status != OK:
             self._fail(status, out_len)
         return out_len.value
 
-    def block_and_sequence_hashes(
-        self,
-        tokens: memoryview,
-        block_size: int,
-        lora: bytes,
-        namespace: bytes,
-        eagle: bool,
-        mm_hashes: Optional[memoryview],
-        mm_counts: Optional[memoryview],
-        out_local: memoryview,
-        out_sequence: memoryview,
-    ) -> int:
+    def block_and_sequence_hashes(self, inputs: HashInput, out_local: memoryview, out_sequence: memoryview) -> int:
         out_len = c_size_t()
         status = self._block_and_sequence_hashes(
-            *_hash_inputs(tokens, block_size, lora, namespace, eagle, mm_hashes, mm_counts),
-            address(out_local), address(out_sequence), len(out_local), ctypes.byref(out_len),
+            *_hash_inputs(inputs), address(out_local), address(out_sequence), len(out_local), ctypes.byref(out_len)
         )
         if status != OK:
             self._fail(status, out_len)
@@ -331,23 +307,16 @@ globals().update(api.exports())
 __all__ = list(api.exports())
 
 
-def _hash_inputs(
-    tokens: memoryview,
-    block_size: int,
-    lora: bytes,
-    namespace: bytes,
-    eagle: bool,
-    mm_hashes: Optional[memoryview],
-    mm_counts: Optional[memoryview],
-) -> Tuple[object, ...]:
+def _hash_inputs(inputs: HashInput) -> Tuple[object, ...]:
     """The leading arguments every block-hashing export takes, in order."""
-    if mm_hashes is None or mm_counts is None:
+    tokens, lora, namespace = inputs.tokens, inputs.lora, inputs.namespace
+    if inputs.mm_hashes is None or inputs.mm_counts is None:
         mm: Tuple[object, ...] = (None, None, 0)
     else:
-        mm = (address(mm_hashes), address(mm_counts), len(mm_counts))
+        mm = (address(inputs.mm_hashes), address(inputs.mm_counts), len(inputs.mm_counts))
     return (
-        address(tokens), len(tokens), block_size,
+        address(tokens), len(tokens), inputs.block_size,
         lora, len(lora), namespace, len(namespace),
-        1 if eagle else 0,
+        1 if inputs.eagle else 0,
         *mm,
     )

@@ -29,6 +29,7 @@ from typing import Callable, Dict, Iterator, List, Optional, Sequence, Tuple, Un
 import wasmtime
 
 from . import _api
+from ._backend import HashInput
 from ._buffers import address
 from ._errors import ERR_BUFFER_TOO_SMALL, ERR_INVALID_ARGUMENT, OK, BufferTooSmall, error_for
 
@@ -304,52 +305,16 @@ class WasmBackend:
         )
         return scalars[0]
 
-    def block_hashes(
-        self,
-        tokens: memoryview,
-        block_size: int,
-        lora: bytes,
-        namespace: bytes,
-        eagle: bool,
-        mm_hashes: Optional[memoryview],
-        mm_counts: Optional[memoryview],
-        out: memoryview,
-    ) -> int:
-        return self._hash_blocks(
-            "kvhash_block_hashes", tokens, block_size, lora, namespace, eagle, mm_hashes, mm_counts, [out]
-        )
+    def block_hashes(self, inputs: HashInput, out: memoryview) -> int:
+        return self._hash_blocks("kvhash_block_hashes", inputs, [out])
 
-    def block_and_sequence_hashes(
-        self,
-        tokens: memoryview,
-        block_size: int,
-        lora: bytes,
-        namespace: bytes,
-        eagle: bool,
-        mm_hashes: Optional[memoryview],
-        mm_counts: Optional[memoryview],
-        out_local: memoryview,
-        out_sequence: memoryview,
-    ) -> int:
-        return self._hash_blocks(
-            "kvhash_block_and_sequence_hashes",
-            tokens, block_size, lora, namespace, eagle, mm_hashes, mm_counts, [out_local, out_sequence],
-        )
+    def block_and_sequence_hashes(self, inputs: HashInput, out_local: memoryview, out_sequence: memoryview) -> int:
+        return self._hash_blocks("kvhash_block_and_sequence_hashes", inputs, [out_local, out_sequence])
 
-    def _hash_blocks(
-        self,
-        fname: str,
-        tokens: memoryview,
-        block_size: int,
-        lora: bytes,
-        namespace: bytes,
-        eagle: bool,
-        mm_hashes: Optional[memoryview],
-        mm_counts: Optional[memoryview],
-        outs: List[memoryview],
-    ) -> int:
+    def _hash_blocks(self, fname: str, inputs: HashInput, outs: List[memoryview]) -> int:
         """Calls a block-hashing export: the inputs they share, then one or
         two output buffers of equal capacity, then out_len."""
+        tokens, block_size, lora, namespace, eagle, mm_hashes, mm_counts = inputs
         n_tok = len(tokens)
         mm_blocks = 0 if mm_counts is None else len(mm_counts)
         cap = len(outs[0])
