@@ -18,9 +18,13 @@ CONFORMANCE_TARGETS :=
 .SECONDEXPANSION:
 include $(sort $(wildcard mk/*.mk))
 
-.PHONY: build test bench run vectors conformance venv clean
+.PHONY: build test test-verbose bench run vectors conformance venv clean
 build: $(BUILD_TARGETS)
-test: $(TEST_TARGETS)
+# Quiet: one line a step, a failing step's log, one summary line at the end
+# (mk/run-tests.sh). test-verbose prints everything, as the steps run.
+test:
+	@bash mk/run-tests.sh $(TEST_TARGETS)
+test-verbose: $(TEST_TARGETS)
 bench: $(BENCH_TARGETS)
 conformance: $(CONFORMANCE_TARGETS)
 
