@@ -1,0 +1,267 @@
+package indexer
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/kvhash/kvhash/core"
+	"github.com/kvhash/kvhash/router/ingest"
+)
+
+// Indexer holds the fleet's state: the worker registry, one core.Index
+// per (model, tenant), and each worker rank's state and counters. It is
+// safe for concurrent use: ingest's Handler calls for different Sources,
+// HTTP queries and registry changes may all run at once.
+//
+// Locking: mu guards the registry's structure (the worker map, each
+// worker's rank map, the index map) and is never held while hashing or
+// while a core.Index works. Each rank has its own mutex, held while one
+// of its events is translated and applied, so a rank's events, counters,
+// salts and seq move together; its state is also an atomic so that
+// queries read it without locking.
+type Indexer struct {
+	opts Options
+
+	mu      sync.RWMutex
+	workers map[uint64]*worker
+	indexes map[ModelKey]*core.Index
+}
+
+// worker is one registered worker.
+type worker struct {
+	spec    WorkerSpec
+	key     ModelKey
+	index   *core.Index
+	healthy atomic.Bool
+	ranks   map[uint32]*rank // guarded by Indexer.mu
+}
+
+// New returns an empty Indexer.
+func New(opts Options) (*Indexer, error) {
+	o, err := opts.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	// Resolve the mode once (the environment, when asked), so that every
+	// index of the fleet runs in the same one.
+	o.Mode = core.NewIndex(core.IndexOptions{Mode: o.Mode}).Mode()
+	return &Indexer{opts: o, workers: map[uint64]*worker{}, indexes: map[ModelKey]*core.Index{}}, nil
+}
+
+// BlockSize returns the router's block size.
+func (x *Indexer) BlockSize() int { return x.opts.BlockSize }
+
+// Mode returns the effective stability mode of the indexes.
+func (x *Indexer) Mode() core.Mode { return x.opts.Mode }
+
+// AddWorker registers a worker, or updates it when its id is known. A
+// worker that moves to another (model, tenant) leaves its old index with
+// its blocks first. It returns whether the worker is new.
+func (x *Indexer) AddWorker(spec WorkerSpec) (bool, error) {
+	if spec.DPSize < 0 {
+		return false, fmt.Errorf("%w: worker %d: dp_size %d is negative", ErrInvalidWorker, spec.WorkerID, spec.DPSize)
+	}
+	if spec.DPSize == 0 {
+		spec.DPSize = 1
+	}
+	key := ModelKey{Model: spec.Model, Tenant: spec.Tenant}
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if old, ok := x.workers[spec.WorkerID]; ok {
+		if old.key == key {
+			old.spec = spec
+			x.ensureRanksLocked(old)
+			return false, nil
+		}
+		x.removeLocked(old)
+	}
+	w := &worker{spec: spec, key: key, index: x.indexLocked(key), ranks: map[uint32]*rank{}}
+	w.healthy.Store(true)
+	x.ensureRanksLocked(w)
+	x.workers[spec.WorkerID] = w
+	return true, nil
+}
+
+// ensureRanksLocked creates the ranks 0..DPSize-1 that do not exist yet.
+func (x *Indexer) ensureRanksLocked(w *worker) {
+	for r := range uint32(w.spec.DPSize) {
+		if _, ok := w.ranks[r]; !ok {
+			w.ranks[r] = newRank(core.Worker{ID: w.spec.WorkerID, DPRank: r}, x.opts.Now())
+		}
+	}
+}
+
+func (x *Indexer) indexLocked(key ModelKey) *core.Index {
+	if ix, ok := x.indexes[key]; ok {
+		return ix
+	}
+	ix := core.NewIndex(core.IndexOptions{Mode: x.opts.Mode, Logger: x.opts.Logger})
+	x.indexes[key] = ix
+	return ix
+}
+
+// RemoveWorker removes a worker and its blocks; it reports whether the
+// worker was known. An index left without workers is dropped.
+func (x *Indexer) RemoveWorker(id uint64) bool {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	w, ok := x.workers[id]
+	if ok {
+		x.removeLocked(w)
+	}
+	return ok
+}
+
+func (x *Indexer) removeLocked(w *worker) {
+	delete(x.workers, w.spec.WorkerID)
+	w.index.RemoveWorker(w.spec.WorkerID)
+	for _, o := range x.workers {
+		if o.key == w.key {
+			return
+		}
+	}
+	delete(x.indexes, w.key)
+}
+
+// SetHealthy sets a worker's health flag (the proxy's health checks):
+// unhealthy workers are not routing candidates; their blocks stay.
+func (x *Indexer) SetHealthy(id uint64, healthy bool) error {
+	x.mu.RLock()
+	defer x.mu.RUnlock()
+	w, ok := x.workers[id]
+	if !ok {
+		return fmt.Errorf("%w: %d", ErrUnknownWorker, id)
+	}
+	w.healthy.Store(healthy)
+	return nil
+}
+
+// Worker returns one worker's spec, health and ranks.
+func (x *Indexer) Worker(id uint64) (WorkerInfo, bool) {
+	x.mu.RLock()
+	w, ok := x.workers[id]
+	x.mu.RUnlock()
+	if !ok {
+		return WorkerInfo{}, false
+	}
+	return x.info(w, statsByWorker(w.index.Stats())), true
+}
+
+// Workers returns every worker, sorted by id, with its ranks' state,
+// counters and core stats.
+func (x *Indexer) Workers() []WorkerInfo {
+	x.mu.RLock()
+	ws := make([]*worker, 0, len(x.workers))
+	for _, w := range x.workers {
+		ws = append(ws, w)
+	}
+	x.mu.RUnlock()
+	slices.SortFunc(ws, func(a, b *worker) int { return cmp.Compare(a.spec.WorkerID, b.spec.WorkerID) })
+	stats := map[*core.Index]map[core.Worker]core.WorkerStats{}
+	out := make([]WorkerInfo, 0, len(ws))
+	for _, w := range ws {
+		s, ok := stats[w.index]
+		if !ok {
+			s = statsByWorker(w.index.Stats())
+			stats[w.index] = s
+		}
+		out = append(out, x.info(w, s))
+	}
+	return out
+}
+
+func statsByWorker(s core.Stats) map[core.Worker]core.WorkerStats {
+	m := make(map[core.Worker]core.WorkerStats, len(s.Workers))
+	for _, ws := range s.Workers {
+		m[ws.Worker] = ws
+	}
+	return m
+}
+
+func (x *Indexer) info(w *worker, stats map[core.Worker]core.WorkerStats) WorkerInfo {
+	x.mu.RLock()
+	spec := w.spec
+	rs := make([]*rank, 0, len(w.ranks))
+	for _, r := range w.ranks {
+		rs = append(rs, r)
+	}
+	x.mu.RUnlock()
+	slices.SortFunc(rs, func(a, b *rank) int { return cmp.Compare(a.w.DPRank, b.w.DPRank) })
+	info := WorkerInfo{Spec: spec, Healthy: w.healthy.Load(), Ranks: make([]RankInfo, 0, len(rs))}
+	for _, r := range rs {
+		ri := r.info()
+		if s, ok := stats[r.w]; ok {
+			ri.Blocks, ri.Unstable, ri.Violations = s.Blocks, s.Unstable, s.Violations
+		}
+		info.Ranks = append(info.Ranks, ri)
+	}
+	return info
+}
+
+// Models returns the keys of every index, sorted.
+func (x *Indexer) Models() []ModelKey {
+	x.mu.RLock()
+	keys := make([]ModelKey, 0, len(x.indexes))
+	for k := range x.indexes {
+		keys = append(keys, k)
+	}
+	x.mu.RUnlock()
+	slices.SortFunc(keys, compareKeys)
+	return keys
+}
+
+func compareKeys(a, b ModelKey) int {
+	if c := cmp.Compare(a.Model, b.Model); c != 0 {
+		return c
+	}
+	return cmp.Compare(a.Tenant, b.Tenant)
+}
+
+// rankFor returns the worker and rank state of (id, dpRank), creating
+// the rank when the worker is known but the rank is new (an engine with
+// more ranks than registered). Unknown workers give nil.
+func (x *Indexer) rankFor(id uint64, dpRank uint32) (*worker, *rank) {
+	x.mu.RLock()
+	w, ok := x.workers[id]
+	var r *rank
+	if ok {
+		r = w.ranks[dpRank]
+	}
+	x.mu.RUnlock()
+	if !ok || r != nil {
+		return w, r
+	}
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if x.workers[id] != w { // removed or replaced meanwhile
+		return nil, nil
+	}
+	if r = w.ranks[dpRank]; r == nil {
+		r = newRank(core.Worker{ID: id, DPRank: dpRank}, x.opts.Now())
+		w.ranks[dpRank] = r
+	}
+	return w, r
+}
+
+// sourceRank resolves a stream's worker rank, registering the worker from
+// the Source when it is unknown (a bound endpoint's topic named it).
+func (x *Indexer) sourceRank(src ingest.Source, dpRank uint32) (*worker, *rank) {
+	w, r := x.rankFor(src.WorkerID, dpRank)
+	if w != nil {
+		return w, r
+	}
+	spec := WorkerSpec{WorkerID: src.WorkerID, Model: src.Model, Endpoint: src.Endpoint, Topic: src.Topic, DPSize: 1}
+	if _, err := x.AddWorker(spec); err != nil {
+		return nil, nil
+	}
+	x.opts.Logger.Info("kvrouter: worker registered from its event stream",
+		"worker_id", src.WorkerID, "model", src.Model, "endpoint", src.Endpoint, "topic", src.Topic)
+	return x.rankFor(src.WorkerID, dpRank)
+}
+
+// now is the indexer's clock.
+func (x *Indexer) now() time.Time { return x.opts.Now() }

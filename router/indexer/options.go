@@ -1,0 +1,86 @@
+package indexer
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/kvhash/kvhash/core"
+	"github.com/kvhash/kvhash/router/ingest"
+)
+
+// Defaults of Options' zero fields.
+const (
+	DefaultDegradedSettle   = 30 * time.Second
+	DefaultQuarantineSettle = 60 * time.Second
+)
+
+// Options configure an Indexer. Only BlockSize is required.
+type Options struct {
+	// BlockSize is the router's block size in tokens: the size at which
+	// token ids are hashed and prompts are matched. Stores of another
+	// size are not indexed (SkipBlockSize).
+	BlockSize int
+	// Mode is core's stability mode for every index: ModeFromEnvironment
+	// (the zero value) reads KVHASH_ENFORCE_ENGINE_HASH_STABILITY. Only
+	// ModeEnforce quarantines.
+	Mode core.Mode
+	// IndexMedia lists the media indexed besides "GPU" and "" (not
+	// sent), e.g. "CPU" to score host-memory blocks like GPU ones.
+	// Compared case-sensitively, as engines send them.
+	IndexMedia []string
+	// DegradedSettle: how long after a lost gap a rank stays degraded at
+	// least (see the package doc). Zero: DefaultDegradedSettle.
+	DegradedSettle time.Duration
+	// QuarantineSettle: how long a quarantined rank must apply events
+	// without a violation to become live. Zero: DefaultQuarantineSettle.
+	QuarantineSettle time.Duration
+	// Replay is asked for a replay when a rank is quarantined; nil: none.
+	// The serve layer wires it to the ingest subscriber.
+	Replay ReplayRequester
+	// Logger gets the once-per-worker warnings and state transitions;
+	// nil: discarded. core's per-violation logs go to it too.
+	Logger *slog.Logger
+	// Now is the clock (tests); nil: time.Now.
+	Now func() time.Time
+}
+
+// ReplayRequester asks an engine rank's replay endpoint for the batches it
+// still buffers from fromSeq on. It must not block for long: the indexer
+// calls it from the stream's handler goroutine. The error is logged.
+type ReplayRequester interface {
+	RequestReplay(src ingest.Source, fromSeq uint64) error
+}
+
+// ReplayFunc adapts a function to ReplayRequester.
+type ReplayFunc func(src ingest.Source, fromSeq uint64) error
+
+// RequestReplay calls f.
+func (f ReplayFunc) RequestReplay(src ingest.Source, fromSeq uint64) error { return f(src, fromSeq) }
+
+// Errors the Indexer returns, wrapped with context.
+var (
+	ErrUnknownWorker = errors.New("unknown worker")
+	ErrUnknownModel  = errors.New("unknown model")
+	ErrInvalidWorker = errors.New("invalid worker")
+)
+
+func (o Options) withDefaults() (Options, error) {
+	if o.BlockSize <= 0 {
+		return o, fmt.Errorf("indexer: block size is %d, must be at least 1", o.BlockSize)
+	}
+	if o.DegradedSettle <= 0 {
+		o.DegradedSettle = DefaultDegradedSettle
+	}
+	if o.QuarantineSettle <= 0 {
+		o.QuarantineSettle = DefaultQuarantineSettle
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	return o, nil
+}

@@ -1,0 +1,96 @@
+package indexer
+
+import (
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/kvhash/kvhash/core"
+)
+
+// rank is one (worker, dp rank)'s state. Its fields below mu are guarded
+// by mu; state is also readable without it.
+type rank struct {
+	w     core.Worker
+	state atomic.Uint32 // a State
+
+	mu          sync.Mutex
+	reason      string
+	since       time.Time
+	connected   bool
+	haveSeq     bool
+	lastSeq     uint64
+	lastEventAt time.Time
+	lag         float64
+	events      [NumEventKinds][NumOutcomes]uint64
+	skipped     [NumSkipReasons]uint64
+	gaps        uint64
+	replayed    uint64
+	restarts    uint64
+	malformed   uint64
+	quarantines uint64
+
+	// storesSince counts stores applied since the rank left live;
+	// cleanSince is when a quarantined rank's last violation happened.
+	storesSince uint64
+	cleanSince  time.Time
+
+	// salts: the cache salt of each salted block the rank holds, by engine
+	// hash. skippedHashes: engine hashes of blocks not indexed (so their
+	// children are skipped too and their removals are not core's
+	// block_not_found).
+	salts         map[uint64]string
+	skippedHashes map[uint64]struct{}
+	// warned: the skip reasons already warned about (one bit each).
+	warned uint32
+
+	// scratch for one store: local hashes and core blocks.
+	local  []uint64
+	blocks []core.StoredBlock
+}
+
+func newRank(w core.Worker, now time.Time) *rank {
+	r := &rank{w: w, since: now}
+	r.state.Store(uint32(StateLive))
+	return r
+}
+
+func (r *rank) State() State { return State(r.state.Load()) }
+
+// setStateLocked moves the rank to s with a reason.
+func (r *rank) setStateLocked(s State, reason string, now time.Time) {
+	r.state.Store(uint32(s))
+	r.reason, r.since = reason, now
+	r.storesSince = 0
+	r.cleanSince = now
+}
+
+// forgetLocked drops what the rank remembers about its blocks (after its
+// blocks were cleared from the index).
+func (r *rank) forgetLocked() {
+	clear(r.salts)
+	clear(r.skippedHashes)
+}
+
+func (r *rank) info() RankInfo {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return RankInfo{
+		Worker:      r.w,
+		State:       r.State(),
+		Reason:      r.reason,
+		Since:       r.since,
+		Connected:   r.connected,
+		HaveSeq:     r.haveSeq,
+		LastSeq:     r.lastSeq,
+		LastEventAt: r.lastEventAt,
+		LagSeconds:  r.lag,
+		Events:      r.events,
+		Skipped:     r.skipped,
+		Gaps:        r.gaps,
+		Replayed:    r.replayed,
+		Restarts:    r.restarts,
+		Malformed:   r.malformed,
+		Quarantines: r.quarantines,
+	}
+}

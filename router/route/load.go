@@ -1,0 +1,139 @@
+package route
+
+import (
+	"slices"
+	"time"
+
+	"github.com/kvhash/kvhash/core"
+)
+
+// loadTable tracks the requests routed and not yet freed, and per rank
+// the load they add: prefill tokens until their prefill is done, and
+// their blocks (sequence hashes, counted once per rank however many
+// requests share them, as Dynamo's active sequences do).
+type loadTable struct {
+	requests map[string]*request
+	ranks    map[core.Worker]*rankLoad
+	// order: requests in routing order, for expiry (entries of freed
+	// requests are skipped when reached).
+	order []orderEntry
+}
+
+type request struct {
+	worker        core.Worker
+	prefillTokens uint64 // 0 once prefill is done
+	blocks        []uint64
+	at            time.Time
+}
+
+type orderEntry struct {
+	id  string
+	req *request
+}
+
+type rankLoad struct {
+	requests      int
+	prefillTokens uint64
+	blocks        map[uint64]uint32 // sequence hash -> active requests holding it
+}
+
+func newLoadTable() loadTable {
+	return loadTable{requests: map[string]*request{}, ranks: map[core.Worker]*rankLoad{}}
+}
+
+func (t *loadTable) has(id string) bool { _, ok := t.requests[id]; return ok }
+
+func (t *loadTable) active() int { return len(t.requests) }
+
+// projected is the load of w as the cost sees it for a request with these
+// sequence hashes: decode blocks are w's active blocks plus the
+// request's blocks not among them.
+func (t *loadTable) projected(w core.Worker, seq []uint64) Load {
+	rl := t.ranks[w]
+	if rl == nil {
+		return Load{DecodeBlocks: uint64(len(seq))}
+	}
+	n := uint64(len(rl.blocks))
+	for _, h := range seq {
+		if _, ok := rl.blocks[h]; !ok {
+			n++
+		}
+	}
+	return Load{PrefillTokens: rl.prefillTokens, DecodeBlocks: n}
+}
+
+func (t *loadTable) add(id string, w core.Worker, prefillTokens uint64, seq []uint64, now time.Time) {
+	rq := &request{worker: w, prefillTokens: prefillTokens, blocks: seq, at: now}
+	t.requests[id] = rq
+	t.order = append(t.order, orderEntry{id: id, req: rq})
+	rl := t.ranks[w]
+	if rl == nil {
+		rl = &rankLoad{blocks: map[uint64]uint32{}}
+		t.ranks[w] = rl
+	}
+	rl.requests++
+	rl.prefillTokens += prefillTokens
+	for _, h := range seq {
+		rl.blocks[h]++
+	}
+}
+
+func (t *loadTable) prefillDone(id string) bool {
+	rq, ok := t.requests[id]
+	if !ok {
+		return false
+	}
+	t.ranks[rq.worker].prefillTokens -= rq.prefillTokens
+	rq.prefillTokens = 0
+	return true
+}
+
+func (t *loadTable) free(id string) bool {
+	rq, ok := t.requests[id]
+	if !ok {
+		return false
+	}
+	delete(t.requests, id)
+	rl := t.ranks[rq.worker]
+	rl.requests--
+	rl.prefillTokens -= rq.prefillTokens
+	for _, h := range rq.blocks {
+		if rl.blocks[h]--; rl.blocks[h] == 0 {
+			delete(rl.blocks, h)
+		}
+	}
+	if rl.requests == 0 {
+		delete(t.ranks, rq.worker)
+	}
+	return true
+}
+
+// expire frees the requests routed before cutoff and returns how many.
+func (t *loadTable) expire(cutoff time.Time) int {
+	n, i := 0, 0
+	for ; i < len(t.order); i++ {
+		e := t.order[i]
+		if !e.req.at.Before(cutoff) {
+			break
+		}
+		if t.requests[e.id] == e.req { // still active (not freed, not reused)
+			t.free(e.id)
+			n++
+		}
+	}
+	t.order = t.order[i:]
+	// Compact the queue once mostly consumed, so it does not grow forever.
+	if cap(t.order) > 1024 && len(t.order) < cap(t.order)/4 {
+		t.order = slices.Clone(t.order)
+	}
+	return n
+}
+
+func (t *loadTable) workers() []WorkerLoad {
+	out := make([]WorkerLoad, 0, len(t.ranks))
+	for w, rl := range t.ranks {
+		out = append(out, WorkerLoad{Worker: w, Requests: rl.requests, PrefillTokens: rl.prefillTokens, ActiveBlocks: uint64(len(rl.blocks))})
+	}
+	slices.SortFunc(out, func(a, b WorkerLoad) int { return a.Worker.Compare(b.Worker) })
+	return out
+}

@@ -1,0 +1,70 @@
+package route
+
+import (
+	"fmt"
+	"math"
+)
+
+// Params are Dynamo's cost knobs (reference kv-events.md §3).
+type Params struct {
+	// OverlapScoreCredit: the prefill blocks credited per cached block,
+	// 0..1 (1: a cached block costs nothing to prefill).
+	OverlapScoreCredit float64 `json:"overlap_score_credit"`
+	// PrefillLoadScale weighs prefill blocks against decode blocks.
+	PrefillLoadScale float64 `json:"prefill_load_scale"`
+	// Temperature: 0 picks the cheapest (ties at random); T > 0 samples
+	// from a softmax over the normalized negated costs.
+	Temperature float64 `json:"router_temperature"`
+}
+
+// DefaultParams are Dynamo's defaults: credit 1, scale 1, temperature 0.
+func DefaultParams() Params {
+	return Params{OverlapScoreCredit: 1, PrefillLoadScale: 1, Temperature: 0}
+}
+
+// Override is a request's router_config_override: each set field
+// replaces the router's value for that request.
+type Override struct {
+	OverlapScoreCredit *float64 `json:"overlap_score_credit,omitempty"`
+	PrefillLoadScale   *float64 `json:"prefill_load_scale,omitempty"`
+	// OverlapScoreWeight is the deprecated name of PrefillLoadScale;
+	// PrefillLoadScale wins when both are set.
+	OverlapScoreWeight *float64 `json:"overlap_score_weight,omitempty"`
+	RouterTemperature  *float64 `json:"router_temperature,omitempty"`
+}
+
+// With returns p with o's fields applied, validated.
+func (p Params) With(o *Override) (Params, error) {
+	if o != nil {
+		if o.OverlapScoreWeight != nil {
+			p.PrefillLoadScale = *o.OverlapScoreWeight
+		}
+		if o.PrefillLoadScale != nil {
+			p.PrefillLoadScale = *o.PrefillLoadScale
+		}
+		if o.OverlapScoreCredit != nil {
+			p.OverlapScoreCredit = *o.OverlapScoreCredit
+		}
+		if o.RouterTemperature != nil {
+			p.Temperature = *o.RouterTemperature
+		}
+	}
+	return p, p.Validate()
+}
+
+// Validate reports a knob out of range: the credit outside 0..1, a
+// negative scale or temperature, or a non-finite value.
+func (p Params) Validate() error {
+	for _, f := range []struct {
+		name string
+		v    float64
+	}{{"overlap_score_credit", p.OverlapScoreCredit}, {"prefill_load_scale", p.PrefillLoadScale}, {"router_temperature", p.Temperature}} {
+		if math.IsNaN(f.v) || math.IsInf(f.v, 0) || f.v < 0 {
+			return fmt.Errorf("%w: %s is %v, want a finite value >= 0", ErrInvalidParams, f.name, f.v)
+		}
+	}
+	if p.OverlapScoreCredit > 1 {
+		return fmt.Errorf("%w: overlap_score_credit is %v, want 0..1", ErrInvalidParams, p.OverlapScoreCredit)
+	}
+	return nil
+}

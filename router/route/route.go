@@ -1,0 +1,249 @@
+package route
+
+import (
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/kvhash/kvhash/core"
+	"github.com/kvhash/kvhash/router/indexer"
+)
+
+// DefaultRequestTTL: how long a routed request that is never freed counts
+// as load.
+const DefaultRequestTTL = 300 * time.Second
+
+// Errors of Route and its helpers, wrapped with context.
+var (
+	ErrInvalidParams    = errors.New("invalid router parameters")
+	ErrNoCandidates     = errors.New("no worker to route to")
+	ErrDuplicateRequest = errors.New("request id already active")
+)
+
+// Options configure a Router.
+type Options struct {
+	// Params: the default cost knobs; nil: DefaultParams().
+	Params *Params
+	// RequestTTL: requests never freed stop counting after it; zero:
+	// DefaultRequestTTL.
+	RequestTTL time.Duration
+	// Seed seeds the tie-break and sampling RNG; 0: a random seed.
+	Seed uint64
+	// Now is the clock (tests); nil: time.Now.
+	Now func() time.Time
+}
+
+// Request is one routing question.
+type Request struct {
+	Model     string
+	Tenant    string
+	TokenIDs  []uint32
+	LoraName  string
+	CacheSalt string
+	// RequestID names the request for PrefillDone and Free; "" makes the
+	// router name it (the name is in the Decision).
+	RequestID string
+	Override  *Override
+}
+
+// Candidate is one worker rank's score for a request.
+type Candidate struct {
+	WorkerID      uint64        `json:"worker_id"`
+	DPRank        uint32        `json:"dp_rank"`
+	OverlapBlocks uint32        `json:"overlap_blocks"`
+	Cost          float64       `json:"cost"`
+	State         indexer.State `json:"state"`
+	// PrefillBlocks (before prefill_load_scale) and DecodeBlocks are the
+	// cost's two terms.
+	PrefillBlocks float64 `json:"prefill_blocks"`
+	DecodeBlocks  uint64  `json:"decode_blocks"`
+}
+
+// Decision is where a request goes, and why: every candidate, sorted by
+// cost (then worker, rank).
+type Decision struct {
+	WorkerID      uint64      `json:"worker_id"`
+	DPRank        uint32      `json:"dp_rank"`
+	OverlapBlocks uint32      `json:"overlap_blocks"`
+	Cost          float64     `json:"cost"`
+	RequestID     string      `json:"request_id"`
+	Candidates    []Candidate `json:"candidates"`
+}
+
+// Router chooses workers with Dynamo's cost and tracks each worker
+// rank's active load. It is safe for concurrent use.
+type Router struct {
+	ix     *indexer.Indexer
+	params Params
+	ttl    time.Duration
+	now    func() time.Time
+	nextID atomic.Uint64
+
+	mu       sync.Mutex
+	rng      *rand.Rand
+	load     loadTable
+	expired  uint64
+	scratchW []float64
+}
+
+// New returns a Router over an Indexer.
+func New(ix *indexer.Indexer, opts Options) (*Router, error) {
+	p := DefaultParams()
+	if opts.Params != nil {
+		p = *opts.Params
+	}
+	if err := p.Validate(); err != nil {
+		return nil, fmt.Errorf("route: %w", err)
+	}
+	if opts.RequestTTL <= 0 {
+		opts.RequestTTL = DefaultRequestTTL
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	seed := opts.Seed
+	if seed == 0 {
+		seed = rand.Uint64()
+	}
+	return &Router{
+		ix: ix, params: p, ttl: opts.RequestTTL, now: opts.Now,
+		rng:  rand.New(rand.NewPCG(seed, seed^0x9E3779B97F4A7C15)),
+		load: newLoadTable(),
+	}, nil
+}
+
+// Params returns the router's default cost knobs.
+func (r *Router) Params() Params { return r.params }
+
+// Route scores every candidate rank of the request's model and tenant,
+// picks one, and records the request's load on it.
+func (r *Router) Route(req Request) (Decision, error) {
+	p, err := r.params.With(req.Override)
+	if err != nil {
+		return Decision{}, fmt.Errorf("route: %w", err)
+	}
+	key := indexer.ModelKey{Model: req.Model, Tenant: req.Tenant}
+	local, err := r.ix.HashPrompt(req.TokenIDs, indexer.PromptOptions{LoraName: req.LoraName, CacheSalt: req.CacheSalt})
+	if err != nil {
+		return Decision{}, fmt.Errorf("route: %w", err)
+	}
+	cands, err := r.ix.Candidates(key)
+	if err != nil {
+		return Decision{}, fmt.Errorf("route: %w", err)
+	}
+	if len(cands) == 0 {
+		return Decision{}, fmt.Errorf("route: %w: model %q tenant %q has no healthy worker", ErrNoCandidates, req.Model, req.Tenant)
+	}
+	overlaps, err := r.ix.Overlaps(key, local, false)
+	if err != nil {
+		return Decision{}, fmt.Errorf("route: %w", err)
+	}
+	seq := core.SequenceHashes(local)
+	id := req.RequestID
+	if id == "" {
+		id = "kvr-" + strconv.FormatUint(r.nextID.Add(1), 10)
+	}
+	blockSize := r.ix.BlockSize()
+
+	out := make([]Candidate, len(cands))
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.expireLocked(r.now())
+	if r.load.has(id) {
+		return Decision{}, fmt.Errorf("route: %w: %q", ErrDuplicateRequest, id)
+	}
+	oi := 0
+	for i, c := range cands {
+		// Both lists are sorted by worker: merge.
+		for oi < len(overlaps) && overlaps[oi].Worker.Compare(c.Worker) < 0 {
+			oi++
+		}
+		var ov uint32
+		if oi < len(overlaps) && overlaps[oi].Worker == c.Worker {
+			ov = overlaps[oi].Blocks
+		}
+		l := r.load.projected(c.Worker, seq)
+		cost, prefill := Cost(p, blockSize, l, len(req.TokenIDs), ov)
+		out[i] = Candidate{
+			WorkerID: c.Worker.ID, DPRank: c.Worker.DPRank, OverlapBlocks: ov, Cost: cost,
+			State: c.State, PrefillBlocks: prefill, DecodeBlocks: l.DecodeBlocks,
+		}
+	}
+	pick := r.pickLocked(out, p.Temperature)
+	chosen := out[pick]
+	newTokens := max(0, len(req.TokenIDs)-int(chosen.OverlapBlocks)*blockSize)
+	r.load.add(id, core.Worker{ID: chosen.WorkerID, DPRank: chosen.DPRank}, uint64(newTokens), seq, r.now())
+
+	slices.SortStableFunc(out, func(a, b Candidate) int {
+		switch {
+		case a.Cost < b.Cost:
+			return -1
+		case a.Cost > b.Cost:
+			return 1
+		}
+		return 0
+	})
+	return Decision{
+		WorkerID: chosen.WorkerID, DPRank: chosen.DPRank, OverlapBlocks: chosen.OverlapBlocks,
+		Cost: chosen.Cost, RequestID: id, Candidates: out,
+	}, nil
+}
+
+// PrefillDone marks a request's prefill done: its tokens stop counting as
+// prefill load (its blocks still count). It reports whether the request
+// was active.
+func (r *Router) PrefillDone(id string) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.load.prefillDone(id)
+}
+
+// Free ends a request: its load is gone. It reports whether the request
+// was active.
+func (r *Router) Free(id string) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.load.free(id)
+}
+
+// Expire ends the requests older than the TTL now and returns how many.
+// Route also does it; a server calls it periodically so idle routers
+// release load too.
+func (r *Router) Expire() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.expireLocked(r.now())
+}
+
+func (r *Router) expireLocked(now time.Time) int {
+	n := r.load.expire(now.Add(-r.ttl))
+	r.expired += uint64(n)
+	return n
+}
+
+// WorkerLoad is one rank's active load.
+type WorkerLoad struct {
+	Worker        core.Worker
+	Requests      int
+	PrefillTokens uint64
+	ActiveBlocks  uint64
+}
+
+// LoadStats is the router's load bookkeeping, for metrics.
+type LoadStats struct {
+	ActiveRequests int
+	Expired        uint64       // requests expired since start
+	Workers        []WorkerLoad // sorted by worker; ranks with no load absent
+}
+
+// Stats returns the active load.
+func (r *Router) Stats() LoadStats {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return LoadStats{ActiveRequests: r.load.active(), Expired: r.expired, Workers: r.load.workers()}
+}
