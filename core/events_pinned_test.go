@@ -262,6 +262,13 @@ func TestDecodeEventErrorsArePinned(t *testing.T) {
 			`decode event: unexpected '{' at offset 32 after the event`},
 		{"{\"event_id\":1,\"data\":\"cleared\"}\n\t ]",
 			`decode event: unexpected ']' at offset 34 after the event`},
+		// A NUL byte is data, not the end of the input (issue 10, item 6).
+		{"{\"event_id\":1,\"data\":\"cleared\"}\x00 not json",
+			`decode event: unexpected '\x00' at offset 31 after the event`},
+		{"{\"event_id\":1,\"data\":\"cleared\"} \x00",
+			`decode event: unexpected '\x00' at offset 32 after the event`},
+		{"{\"event_id\":1,\"data\":\"cleared\"}\v",
+			`decode event: unexpected '\v' at offset 31 after the event`},
 		{`{"data":"cleared"} x`,
 			`decode event: event_id: missing`},
 		// syntax, strings, unknown members
@@ -381,6 +388,8 @@ func TestDecodeRouterEventErrorsArePinned(t *testing.T) {
 			`decode event: unexpected 'x' at offset 42 after the event`},
 		{`{} x`,
 			`decode event: unexpected 'x' at offset 3 after the event`},
+		{"{\"worker_id\":1,\"event\":{\"event_id\":1,\"data\":\"cleared\"}}\x00",
+			`decode event: unexpected '\x00' at offset 55 after the event`},
 		{`{"worker_id":1,"event":{"event_id":1,"data":"cleared"},"x":[1,]}`,
 			`decode event: unexpected ']' at offset 62, want a value`},
 	} {

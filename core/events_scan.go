@@ -114,9 +114,11 @@ func (s *scanner) consume(c byte) error {
 	return nil
 }
 
-// end checks that nothing but spaces follows the value.
+// end checks that nothing but JSON whitespace follows the value. It tests
+// the position, not peek's 0: a NUL byte in the input is data, not its end.
 func (s *scanner) end() error {
-	if s.peek() != 0 {
+	s.skipSpace()
+	if s.pos < len(s.data) {
 		return s.fail("unexpected %q at offset %d after the event", s.data[s.pos], s.pos)
 	}
 	return nil
