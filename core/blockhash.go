@@ -63,6 +63,10 @@ func AppendBlockHashes(dst []uint64, tokens []uint32, blockSize int, opts Option
 // AppendBlockHashes followed by AppendSequenceHashes because the chain,
 // whose steps must wait for each other, overlaps with hashing the next
 // block. On error local and seq are returned unchanged.
+//
+// local and seq may share memory (even be the same slice): the sequence
+// hashes then go to a new array, as append does when out of room, so both
+// results are right; the returned seq keeps seq's old elements.
 func AppendBlockAndSequenceHashes(local, seq []uint64, tokens []uint32, blockSize int, opts Options) ([]uint64, []uint64, error) {
 	return appendHashes(local, seq, true, tokens, blockSize, opts)
 }
@@ -91,6 +95,11 @@ func appendHashes(local, seq []uint64, withSequence bool, tokens []uint32, block
 	var sq []uint64
 	if withSequence {
 		seq = slices.Grow(seq, n)
+		if overlap(local[:len(local)+n], seq[:len(seq)+n]) {
+			// The two outputs are written together, block by block (and
+			// four at a time in the vector loops): they must not alias.
+			seq = append(make([]uint64, 0, len(seq)+n), seq...)
+		}
 		sq = seq[len(seq) : len(seq)+n]
 	}
 	// The sequence chain runs one block behind the hashing: a chain step
@@ -190,4 +199,14 @@ func appendMultimodalBlock(dst []byte, tokens []uint32, mmHashes []uint64) []byt
 		dst = binary.LittleEndian.AppendUint64(dst, h)
 	}
 	return dst
+}
+
+// overlap reports whether a and b share any element's memory.
+func overlap(a, b []uint64) bool {
+	if len(a) == 0 || len(b) == 0 {
+		return false
+	}
+	const size = unsafe.Sizeof(uint64(0))
+	pa, pb := uintptr(unsafe.Pointer(unsafe.SliceData(a))), uintptr(unsafe.Pointer(unsafe.SliceData(b)))
+	return pa < pb+uintptr(len(b))*size && pb < pa+uintptr(len(a))*size
 }
