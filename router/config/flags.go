@@ -1,0 +1,162 @@
+package config
+
+import (
+	"flag"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+)
+
+// Parsed is the outcome of the command line: the effective config and
+// what the binary was asked to do besides serving.
+type Parsed struct {
+	Config      Config
+	ConfigFile  string
+	PrintConfig bool
+}
+
+// Parse builds the effective config from the defaults, the file named by
+// --config, then the other flags (flags win over the file). The flags are
+// parsed twice: once to find --config, and once more over the loaded file
+// so that an explicit flag overrides the key it names. Usage and errors go
+// to out. The config is validated even for --print-config, so what it
+// prints is a config that starts.
+func Parse(name string, args []string, out io.Writer) (Parsed, error) {
+	var p Parsed
+	first := Default()
+	fs := newFlagSet(name, &first, &p, io.Discard)
+	if err := fs.Parse(args); err != nil {
+		// Parse again with the real output for a readable message.
+		fs = newFlagSet(name, &first, &p, out)
+		return p, fs.Parse(args)
+	}
+	if fs.NArg() > 0 {
+		return p, fmt.Errorf("unexpected argument %q (every setting is a --flag)", fs.Arg(0))
+	}
+	cfg := Default()
+	if p.ConfigFile != "" {
+		var err error
+		if cfg, err = LoadFile(p.ConfigFile, cfg); err != nil {
+			return p, err
+		}
+	}
+	fileWorkers := cfg.Workers
+	cfg.Workers = nil
+	fs = newFlagSet(name, &cfg, &p, out)
+	if err := fs.Parse(args); err != nil {
+		return p, err
+	}
+	// --worker adds to the file's workers rather than replacing them.
+	cfg.Workers = append(fileWorkers, cfg.Workers...)
+	if err := cfg.Validate(); err != nil {
+		return p, err
+	}
+	p.Config = cfg
+	return p, nil
+}
+
+// newFlagSet binds every config field to its flag.
+func newFlagSet(name string, c *Config, p *Parsed, out io.Writer) *flag.FlagSet {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(out)
+	fs.StringVar(&p.ConfigFile, "config", "", "YAML config file (unknown keys are errors); flags override it")
+	fs.BoolVar(&p.PrintConfig, "print-config", false, "print the effective config as YAML and exit")
+
+	fs.StringVar(&c.Listen, "listen", c.Listen, "HTTP listen address")
+	fs.IntVar(&c.BlockSize, "block-size", c.BlockSize, "block size in tokens (the engines' --block-size)")
+	fs.StringVar(&c.Bind, "bind", c.Bind, "bind this endpoint for engines that connect (tcp://*:5557); workers come from the topic")
+	fs.StringVar(&c.BindModel, "bind-model", c.BindModel, "model of workers first seen on --bind whose topic names none")
+	fs.StringVar(&c.Log.Format, "log-format", c.Log.Format, "log format: text or json")
+	fs.StringVar(&c.Log.Level, "log-level", c.Log.Level, "log level: debug, info, warn, error")
+	fs.StringVar(&c.Snapshot.Path, "snapshot", c.Snapshot.Path, "snapshot file: loaded at start, written atomically every interval and on shutdown")
+	fs.DurationVar(&c.Snapshot.Interval, "snapshot-interval", c.Snapshot.Interval, "time between snapshot writes (0: on shutdown only)")
+	fs.StringVar(&c.Index.StabilityMode, "stability-mode", c.Index.StabilityMode, "engine hash stability: warn or enforce (empty: KVHASH_ENFORCE_ENGINE_HASH_STABILITY)")
+	fs.Var(listFlag{&c.Index.Media}, "index-media", "comma-separated media indexed besides GPU (e.g. CPU)")
+	fs.DurationVar(&c.Index.DegradedSettle, "degraded-settle", c.Index.DegradedSettle, "least time a rank stays degraded after a lost gap (0: indexer default)")
+	fs.DurationVar(&c.Index.QuarantineSettle, "quarantine-settle", c.Index.QuarantineSettle, "clean time a quarantined rank needs to be live again (0: indexer default)")
+	fs.Float64Var(&c.Routing.OverlapScoreCredit, "overlap-score-credit", c.Routing.OverlapScoreCredit, "credit per cached block, 0..1")
+	fs.Float64Var(&c.Routing.PrefillLoadScale, "prefill-load-scale", c.Routing.PrefillLoadScale, "weight of prefill load")
+	fs.Float64Var(&c.Routing.Temperature, "router-temperature", c.Routing.Temperature, "0: lowest cost; > 0: softmax sampling")
+	fs.DurationVar(&c.Routing.RequestTTL, "request-ttl", c.Routing.RequestTTL, "a routed request never freed expires after this")
+	fs.Int64Var(&c.Limits.MaxBodyBytes, "max-body-bytes", c.Limits.MaxBodyBytes, "largest HTTP request body (413 above)")
+	fs.IntVar(&c.Limits.MaxTokens, "max-tokens", c.Limits.MaxTokens, "most token ids in one request (413 above)")
+	fs.DurationVar(&c.ShutdownTimeout, "shutdown-timeout", c.ShutdownTimeout, "graceful drain limit")
+	fs.Var(workerFlag{&c.Workers}, "worker", "register a worker: id=1,model=M,endpoint=tcp://h:5557[,replay_endpoint=...][,dp_size=N][,topic=T][,tenant=T][,base_url=U] (repeatable)")
+	return fs
+}
+
+// listFlag is a comma-separated list.
+type listFlag struct{ dst *[]string }
+
+func (f listFlag) String() string {
+	if f.dst == nil {
+		return ""
+	}
+	return strings.Join(*f.dst, ",")
+}
+
+func (f listFlag) Set(s string) error {
+	*f.dst = nil
+	for part := range strings.SplitSeq(s, ",") {
+		if part = strings.TrimSpace(part); part != "" {
+			*f.dst = append(*f.dst, part)
+		}
+	}
+	return nil
+}
+
+// workerFlag appends one worker per use.
+type workerFlag struct{ dst *[]Worker }
+
+func (f workerFlag) String() string { return "" }
+
+func (f workerFlag) Set(s string) error {
+	w, err := ParseWorker(s)
+	if err != nil {
+		return err
+	}
+	*f.dst = append(*f.dst, w)
+	return nil
+}
+
+// ParseWorker reads "id=1,model=M,endpoint=tcp://h:5557,...".
+func ParseWorker(s string) (Worker, error) {
+	var w Worker
+	haveID := false
+	for part := range strings.SplitSeq(s, ",") {
+		k, v, ok := strings.Cut(strings.TrimSpace(part), "=")
+		if !ok {
+			return w, fmt.Errorf("worker %q: %q is not key=value", s, part)
+		}
+		var err error
+		switch k {
+		case "id", "worker_id":
+			w.WorkerID, err = strconv.ParseUint(v, 10, 64)
+			haveID = true
+		case "model":
+			w.Model = v
+		case "tenant":
+			w.Tenant = v
+		case "endpoint":
+			w.Endpoint = v
+		case "replay_endpoint", "replay":
+			w.ReplayEndpoint = v
+		case "dp_size":
+			w.DPSize, err = strconv.Atoi(v)
+		case "topic":
+			w.Topic = v
+		case "base_url":
+			w.BaseURL = v
+		default:
+			return w, fmt.Errorf("worker %q: unknown key %q", s, k)
+		}
+		if err != nil {
+			return w, fmt.Errorf("worker %q: %s: %w", s, k, err)
+		}
+	}
+	if !haveID {
+		return w, fmt.Errorf("worker %q: no id", s)
+	}
+	return w, w.Validate()
+}
