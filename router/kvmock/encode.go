@@ -1,0 +1,176 @@
+package kvmock
+
+import (
+	"bytes"
+	"encoding/binary"
+	"fmt"
+
+	"github.com/vmihailenco/msgpack/v5"
+)
+
+// mediumGPU is the medium of every block kvmock holds.
+const mediumGPU = "GPU"
+
+// wireEncoder writes event batches as vLLM's publisher does (msgspec over
+// its EventBatch / BlockStored / BlockRemoved / AllBlocksCleared structs):
+//
+//	batch: [ts, [event...], data_parallel_rank]
+//	map event: {"type": "BlockStored", "block_hashes": [...], "parent_block_hash": ...,
+//	            "token_ids": [...], "block_size": 16, "lora_id": nil, "medium": "GPU",
+//	            "lora_name": nil}
+//	array event: ["BlockStored", [...], parent, [...], 16, nil, "GPU", nil]
+//
+// msgspec omits fields that still hold their declared default (extra_keys,
+// group_idx, the cache-spec fields, ...) and writes the fields that have no
+// default even when they are nil (lora_id, medium, lora_name); in the array
+// layout only a trailing run of defaults can be omitted, which here is the
+// same set.
+type wireEncoder struct {
+	format    EventFormat
+	hashes    HashFormat
+	blockSize int
+}
+
+// encodeBatch encodes one batch.
+func (w wireEncoder) encodeBatch(ts float64, events []Event, dpRank uint32) ([]byte, error) {
+	var buf bytes.Buffer
+	enc := msgpack.NewEncoder(&buf)
+	if err := w.writeBatch(enc, ts, events, dpRank); err != nil {
+		return nil, fmt.Errorf("encode event batch: %w", err)
+	}
+	return buf.Bytes(), nil
+}
+
+func (w wireEncoder) writeBatch(enc *msgpack.Encoder, ts float64, events []Event, dpRank uint32) error {
+	if err := enc.EncodeArrayLen(3); err != nil {
+		return err
+	}
+	if err := enc.EncodeFloat64(ts); err != nil {
+		return err
+	}
+	if err := enc.EncodeArrayLen(len(events)); err != nil {
+		return err
+	}
+	for i := range events {
+		if err := w.writeEvent(enc, &events[i]); err != nil {
+			return fmt.Errorf("event %d (%v): %w", i, events[i].Kind, err)
+		}
+	}
+	return enc.EncodeUint(uint64(dpRank))
+}
+
+// field is one event field, written as a map entry or an array element.
+type field struct {
+	name  string
+	write func(*msgpack.Encoder) error
+}
+
+func (w wireEncoder) writeEvent(enc *msgpack.Encoder, ev *Event) error {
+	var fields []field
+	switch ev.Kind {
+	case EventBlockStored:
+		fields = []field{
+			{"block_hashes", w.hashList(ev.Digests)},
+			{"parent_block_hash", w.optionalHash(ev.Parent)},
+			{"token_ids", tokenList(ev.Tokens)},
+			{"block_size", func(e *msgpack.Encoder) error { return e.EncodeInt(int64(w.blockSize)) }},
+			{"lora_id", encodeNil},
+			{"medium", func(e *msgpack.Encoder) error { return e.EncodeString(mediumGPU) }},
+			{"lora_name", encodeNil},
+		}
+	case EventBlockRemoved:
+		fields = []field{
+			{"block_hashes", w.hashList(ev.Digests)},
+			{"medium", func(e *msgpack.Encoder) error { return e.EncodeString(mediumGPU) }},
+		}
+	case EventAllBlocksCleared:
+	default:
+		return fmt.Errorf("unknown event kind %d", ev.Kind)
+	}
+	tag := ev.Kind.String()
+	if w.format == EventFormatArray {
+		if err := enc.EncodeArrayLen(1 + len(fields)); err != nil {
+			return err
+		}
+		if err := enc.EncodeString(tag); err != nil {
+			return err
+		}
+		for _, f := range fields {
+			if err := f.write(enc); err != nil {
+				return fmt.Errorf("%s: %w", f.name, err)
+			}
+		}
+		return nil
+	}
+	if err := enc.EncodeMapLen(1 + len(fields)); err != nil {
+		return err
+	}
+	if err := enc.EncodeString("type"); err != nil {
+		return err
+	}
+	if err := enc.EncodeString(tag); err != nil {
+		return err
+	}
+	for _, f := range fields {
+		if err := enc.EncodeString(f.name); err != nil {
+			return err
+		}
+		if err := f.write(enc); err != nil {
+			return fmt.Errorf("%s: %w", f.name, err)
+		}
+	}
+	return nil
+}
+
+func encodeNil(e *msgpack.Encoder) error { return e.EncodeNil() }
+
+func (w wireEncoder) hashList(ds []Digest) func(*msgpack.Encoder) error {
+	return func(e *msgpack.Encoder) error {
+		if err := e.EncodeArrayLen(len(ds)); err != nil {
+			return err
+		}
+		for i := range ds {
+			if err := w.writeHash(e, &ds[i]); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+}
+
+func (w wireEncoder) optionalHash(d *Digest) func(*msgpack.Encoder) error {
+	return func(e *msgpack.Encoder) error {
+		if d == nil {
+			return e.EncodeNil()
+		}
+		return w.writeHash(e, d)
+	}
+}
+
+// writeHash writes a digest as vLLM does: the whole digest as bytes, or
+// the int vLLM derives from it (its last 8 bytes, big-endian).
+func (w wireEncoder) writeHash(e *msgpack.Encoder, d *Digest) error {
+	if w.hashes == HashFormatBytes {
+		return e.EncodeBytes(d[:])
+	}
+	return e.EncodeUint(WireID(*d))
+}
+
+// WireID is the u64 vLLM publishes for a digest: its last 8 bytes, big-endian.
+func WireID(d Digest) uint64 {
+	return binary.BigEndian.Uint64(d[len(d)-8:])
+}
+
+func tokenList(ts []uint32) func(*msgpack.Encoder) error {
+	return func(e *msgpack.Encoder) error {
+		if err := e.EncodeArrayLen(len(ts)); err != nil {
+			return err
+		}
+		for _, t := range ts {
+			if err := e.EncodeUint(uint64(t)); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+}
