@@ -1,10 +1,12 @@
 package core
 
-// Nodes live in fixed-size pages and refer to each other by index, so the
-// tree holds almost no Go pointers for the garbage collector to trace, a
-// node costs 56 bytes, and growing never copies the nodes already there. Children are an intrusive doubly linked sibling list: most
-// nodes of a prefix tree have one child, found by comparing one local hash.
-// A node with more than childMapMin children also indexes them in a
+import "unsafe"
+
+// Nodes live in pages and refer to each other by index, so the tree holds
+// almost no Go pointers for the garbage collector to trace and a node
+// costs 56 bytes. Children are an intrusive doubly linked sibling list:
+// most nodes of a prefix tree have one child, found by comparing one local
+// hash. A node with more than childMapMin children also indexes them in a
 // map[local hash]node, so the root and other wide branch points stay O(1).
 
 const (
@@ -24,17 +26,68 @@ const (
 	flagLive
 )
 
+// Pages hold nodePageSize nodes, except that the first one starts at
+// firstPageSize nodes and doubles (moving its nodes) until it is full. An
+// empty tree (the root alone) thus costs a few hundred bytes, not a page
+// of 229 KB: a process, or a WASM instance in its 4 GiB, can hold tens of
+// thousands of small indexes. Every id is still found at page id/4096,
+// slot id%4096, with no branch: lookups, which chase ids from node to
+// node, cost what they cost with fixed pages.
+//
+// Because the first page moves while it grows, a *node from t.node is
+// valid only until the next newNode: keep ids, not pointers, across it.
 const (
-	nodePageBits = 12
-	nodePageSize = 1 << nodePageBits
+	firstPageSize = 8
+	nodePageBits  = 12
+	nodePageSize  = 1 << nodePageBits
 )
 
-type nodePage [nodePageSize]node
+// nodePage is the first node of a page; the page's other nodes follow it
+// in the same allocation, reached by offset (see node).
+type nodePage struct{ first node }
+
+const nodeBytes = unsafe.Sizeof(node{})
 
 // node returns node id; ids below tree.slots are valid.
 func (t *tree) node(id uint32) *node {
-	return &t.pages[id>>nodePageBits][id&(nodePageSize-1)]
+	page := unsafe.Pointer(t.pages[id>>nodePageBits])
+	return (*node)(unsafe.Add(page, uintptr(id&(nodePageSize-1))*nodeBytes))
 }
+
+// pageFull reports whether the pages have no slot for id slots, the next
+// new node.
+func pageFull(slots uint32) bool {
+	if slots < nodePageSize {
+		// The first page holds max(firstPageSize, the power of two at or
+		// above slots) nodes.
+		return slots == 0 || slots >= firstPageSize && slots&(slots-1) == 0
+	}
+	return slots%nodePageSize == 0
+}
+
+// addRoom makes room for node id t.slots: the first page of
+// firstPageSize nodes, the first page at twice its size, or one more
+// full page.
+func (t *tree) addRoom() {
+	switch s := t.slots; {
+	case s == 0:
+		t.pages = append(t.pages, newPage(firstPageSize))
+	case s < nodePageSize:
+		grown := newPage(int(2 * s))
+		copy(pageNodes(grown, int(s)), pageNodes(t.pages[0], int(s)))
+		t.pages[0] = grown
+	default:
+		t.pages = append(t.pages, newPage(nodePageSize))
+	}
+}
+
+func newPage(size int) *nodePage {
+	nodes := make([]node, size)
+	return (*nodePage)(unsafe.Pointer(&nodes[0]))
+}
+
+// pageNodes returns the first n nodes of page p.
+func pageNodes(p *nodePage, n int) []node { return unsafe.Slice(&p.first, n) }
 
 type node struct {
 	external   uint64 // the external hash of the first worker that stored it
@@ -73,8 +126,8 @@ func (t *tree) newNode(external, local uint64) uint32 {
 		id = t.free
 		t.free = t.node(id).next
 	} else {
-		if int(t.slots) == len(t.pages)*nodePageSize {
-			t.pages = append(t.pages, new(nodePage))
+		if pageFull(t.slots) {
+			t.addRoom()
 		}
 		id = t.slots
 		t.slots++
