@@ -34,8 +34,9 @@ type Publisher struct {
 	buf     *batchRing
 	nextSeq uint64 // only the step loop touches it
 
-	cancel context.CancelFunc
-	done   sync.WaitGroup
+	stopLoop    context.CancelFunc // the step loop and a pending connect
+	closeSocket context.CancelFunc // the sockets' context, last
+	done        sync.WaitGroup
 }
 
 // NewPublisher opens the PUB socket (binding or connecting as vLLM does)
@@ -44,22 +45,24 @@ func NewPublisher(cfg Config, log *slog.Logger) (*Publisher, error) {
 	if log == nil {
 		log = slog.Default()
 	}
-	ctx, cancel := context.WithCancel(context.Background())
+	sockCtx, closeSocket := context.WithCancel(context.Background())
+	ctx, stopLoop := context.WithCancel(sockCtx)
+	cancel := func() { stopLoop(); closeSocket() }
 	p := &Publisher{
-		cfg:    cfg,
-		enc:    wireEncoder{format: cfg.EventFormat, hashes: cfg.HashFormat, blockSize: cfg.BlockSize},
-		log:    log,
-		buf:    newBatchRing(cfg.ReplayBuffer),
-		cancel: cancel,
+		cfg:         cfg,
+		enc:         wireEncoder{format: cfg.EventFormat, hashes: cfg.HashFormat, blockSize: cfg.BlockSize},
+		log:         log,
+		buf:         newBatchRing(cfg.ReplayBuffer),
+		stopLoop:    stopLoop,
+		closeSocket: closeSocket,
 	}
 	bind := bindsEndpoint(cfg.EventsEndpoint)
 	opts := []zmq4.Option{zmq4.WithLogger(discardLogger())}
 	if !bind {
-		// A connecting publisher keeps trying, as libzmq's connect does.
-		opts = append(opts, zmq4.WithDialerMaxRetries(-1), zmq4.WithDialerRetry(250*time.Millisecond),
-			zmq4.WithAutomaticReconnect(true))
+		// Reconnect after the peer restarts, as libzmq's connect does.
+		opts = append(opts, zmq4.WithDialerMaxRetries(0), zmq4.WithAutomaticReconnect(true))
 	}
-	p.pub = zmq4.NewPub(ctx, opts...)
+	p.pub = zmq4.NewPub(sockCtx, opts...)
 	if err := p.pub.SetOption(zmq4.OptionHWM, pubHWM); err != nil {
 		cancel()
 		return nil, fmt.Errorf("kv events socket: set HWM: %w", err)
@@ -74,13 +77,13 @@ func NewPublisher(cfg Config, log *slog.Logger) (*Publisher, error) {
 		p.done.Add(1)
 		go func() {
 			defer p.done.Done()
-			if err := p.pub.Dial(cfg.EventsEndpoint); err != nil && ctx.Err() == nil {
+			if err := dialUntil(ctx, p.pub, cfg.EventsEndpoint); err != nil && ctx.Err() == nil {
 				log.Error("kv events socket: connect failed", "endpoint", cfg.EventsEndpoint, "err", err)
 			}
 		}()
 	}
 	if cfg.ReplayEndpoint != "" {
-		r, err := newReplayServer(ctx, cfg.ReplayEndpoint, cfg.ReplayShape, cfg.Topic, p.buf, log)
+		r, err := newReplayServer(sockCtx, cfg.ReplayEndpoint, cfg.ReplayShape, cfg.Topic, p.buf, log)
 		if err != nil {
 			cancel()
 			_ = p.pub.Close()
@@ -150,17 +153,43 @@ func (p *Publisher) flush() {
 
 // Close publishes what is pending and closes the sockets.
 func (p *Publisher) Close() error {
-	p.cancel()
+	p.stopLoop()
 	p.done.Wait()
 	p.flush()
 	// The PUB socket sends from its own queue; give it a moment to drain
 	// (vLLM's shutdown waits up to a second for its queue too).
 	time.Sleep(50 * time.Millisecond)
-	err := p.pub.Close()
+	err := ignoreClosed(p.pub.Close())
 	if p.replay != nil {
-		err = errors.Join(err, p.replay.close())
+		err = errors.Join(err, ignoreClosed(p.replay.close()))
+	}
+	p.closeSocket()
+	return err
+}
+
+// ignoreClosed drops the errors go-zeromq reports for connections its own
+// shutdown already closed.
+func ignoreClosed(err error) error {
+	if errors.Is(err, net.ErrClosed) {
+		return nil
 	}
 	return err
+}
+
+// dialUntil connects the socket, retrying until ctx ends: libzmq's connect
+// never gives up, and a router that binds may start after the engine.
+func dialUntil(ctx context.Context, s zmq4.Socket, endpoint string) error {
+	for {
+		err := s.Dial(endpoint)
+		if err == nil || ctx.Err() != nil {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(250 * time.Millisecond):
+		}
+	}
 }
 
 // EventsAddr is the address the PUB socket listens on (nil when it

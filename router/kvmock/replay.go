@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 
 	"github.com/go-zeromq/zmq4"
 )
@@ -26,6 +27,8 @@ type replayServer struct {
 	buf   *batchRing
 	log   *slog.Logger
 	done  sync.WaitGroup
+
+	closing atomic.Bool
 }
 
 func newReplayServer(ctx context.Context, endpoint string, shape ReplayShape, topic string, buf *batchRing, log *slog.Logger) (*replayServer, error) {
@@ -50,7 +53,7 @@ func (s *replayServer) serve(ctx context.Context) {
 	for {
 		msg, err := s.sock.Recv()
 		if err != nil {
-			if ctx.Err() != nil {
+			if ctx.Err() != nil || s.closing.Load() {
 				return
 			}
 			s.log.Warn("replay socket: receive failed", "err", err)
@@ -96,6 +99,7 @@ func (s *replayServer) send(id, seq, payload []byte) error {
 }
 
 func (s *replayServer) close() error {
+	s.closing.Store(true)
 	err := s.sock.Close()
 	s.done.Wait()
 	return err

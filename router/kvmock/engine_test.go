@@ -1,0 +1,216 @@
+package kvmock
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func newTestEngine(t *testing.T, cfg Config) (*Engine, *recordSink) {
+	t.Helper()
+	sink := &recordSink{}
+	e, err := NewEngine(cfg, testIDs{root: Digest{0xAB}}, sink)
+	require.NoError(t, err)
+	return e, sink
+}
+
+func run(t *testing.T, e *Engine, prompt []uint32, maxTokens int) Result {
+	t.Helper()
+	res, err := e.Generate(context.Background(), GenRequest{Prompt: prompt, MaxTokens: maxTokens}, func(Token, Timings) error { return nil })
+	require.NoError(t, err)
+	return res
+}
+
+func TestEngineCachedPromptIsFasterAndReported(t *testing.T) {
+	cfg := testConfig()
+	cfg.PrefillTokensPerSec = 1000 // 1 ms per uncached token
+	e, _ := newTestEngine(t, cfg)
+	prompt := seqTokens(10, 42) // 10 full blocks of 4 and 2 tokens
+
+	cold := run(t, e, prompt, 2)
+	warm := run(t, e, prompt, 2)
+
+	assert.Equal(t, 42, cold.Timings.PromptTokens)
+	assert.Equal(t, 0, cold.Timings.CachedTokens)
+	assert.Equal(t, 40, warm.Timings.CachedTokens, "every full prompt block is reused")
+	assert.InDelta(t, 42.0, cold.Timings.PrefillMs, 1.0, "42 uncached tokens at 1 token/ms")
+	assert.InDelta(t, 2.0, warm.Timings.PrefillMs, 1.0, "2 uncached tokens")
+	assert.Less(t, warm.Timings.TTFTMs, cold.Timings.TTFTMs)
+	assert.Equal(t, cold.Tokens, warm.Tokens, "the same prompt generates the same tokens")
+	assert.Equal(t, "length", warm.FinishReason)
+
+	st := e.State()
+	assert.Equal(t, uint64(2), st.Stats.Requests)
+	assert.Equal(t, uint64(40), st.Stats.CachedTokens)
+	assert.Equal(t, uint64(4), st.Stats.GeneratedTokens)
+}
+
+func TestEngineLastPromptTokenIsAlwaysComputed(t *testing.T) {
+	e, _ := newTestEngine(t, testConfig())
+	prompt := seqTokens(1, 8) // exactly two blocks
+	run(t, e, prompt, 1)
+	again := run(t, e, prompt, 1)
+	assert.Equal(t, 4, again.Timings.CachedTokens, "the second block holds the last token: recomputed, as vLLM does")
+}
+
+func TestEngineEventsForPromptAndDecodeBlocks(t *testing.T) {
+	cfg := testConfig()
+	e, sink := newTestEngine(t, cfg)
+	ids := testIDs{root: Digest{0xAB}}
+	prompt := seqTokens(100, 6) // one full block, two tokens spare
+	res := run(t, e, prompt, 6) // fills block 2 (tokens 4..7) and block 3 (8..11)
+
+	seq := append(append([]uint32(nil), prompt...), tokenIDs(res.Tokens)...)
+	chain := appendChain(nil, ids, ids.Root(), seq, 4)
+	require.Len(t, chain, 3)
+	assert.Equal(t, []Event{
+		{Kind: EventBlockStored, Digests: chain[0:1], Tokens: seq[0:4]},
+		{Kind: EventBlockStored, Digests: chain[1:2], Parent: &chain[0], Tokens: seq[4:8]},
+		{Kind: EventBlockStored, Digests: chain[2:3], Parent: &chain[1], Tokens: seq[8:12]},
+	}, sink.take())
+
+	cfg.StoreDecodeBlocks = false
+	e2, sink2 := newTestEngine(t, cfg)
+	run(t, e2, prompt, 6)
+	assert.Len(t, sink2.take(), 1, "only the prompt block without decode-block caching")
+}
+
+func tokenIDs(ts []Token) []uint32 {
+	out := make([]uint32, len(ts))
+	for i, t := range ts {
+		out[i] = t.ID
+	}
+	return out
+}
+
+func TestEngineQueuesBeyondCapacityAndCancelFreesTheSlot(t *testing.T) {
+	cfg := testConfig()
+	cfg.MaxRunning = 1
+	cfg.Speedup = 1
+	cfg.DecodeTimePerToken = time.Hour // the first request never finishes on its own
+	e, _ := newTestEngine(t, cfg)
+
+	ctx1, cancel1 := context.WithCancel(context.Background())
+	first := make(chan error, 1)
+	started := make(chan struct{})
+	go func() {
+		_, err := e.Generate(ctx1, GenRequest{Prompt: seqTokens(1, 4), MaxTokens: 3}, func(tok Token, _ Timings) error {
+			if tok.Index == 0 {
+				close(started)
+			}
+			return nil
+		})
+		first <- err
+	}()
+	<-started
+
+	second := make(chan Result, 1)
+	go func() {
+		cfg2 := GenRequest{Prompt: seqTokens(50, 4), MaxTokens: 1}
+		res, err := e.Generate(context.Background(), cfg2, func(Token, Timings) error { return nil })
+		assert.NoError(t, err)
+		second <- res
+	}()
+	require.Eventually(t, func() bool { return e.State().Waiting == 1 }, 5*time.Second, time.Millisecond)
+	assert.Equal(t, 1, e.State().Running)
+
+	cancel1() // the client goes away
+	require.ErrorIs(t, <-first, context.Canceled)
+	res := <-second
+	assert.Positive(t, res.Timings.QueueMs, "the second request waited for the slot")
+	st := e.State()
+	assert.Equal(t, 0, st.Running)
+	assert.Equal(t, 0, st.Waiting)
+	assert.Equal(t, st.Cache.NumBlocks, st.Cache.FreeBlocks, "every block is free again")
+	assert.Equal(t, uint64(1), st.Stats.Cancelled)
+}
+
+func TestEngineQueuesWhenBlocksRunOut(t *testing.T) {
+	cfg := testConfig()
+	cfg.NumBlocks = 4
+	cfg.Speedup = 1
+	cfg.DecodeTimePerToken = time.Hour
+	e, _ := newTestEngine(t, cfg)
+
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() {
+		_, _ = e.Generate(ctx, GenRequest{Prompt: seqTokens(1, 8), MaxTokens: 8}, func(Token, Timings) error { return nil })
+	}()
+	require.Eventually(t, func() bool { return e.State().Running == 1 }, 5*time.Second, time.Millisecond)
+
+	// A waiting request that gives up leaves the queue.
+	ctx2, cancel2 := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		_, err := e.Generate(ctx2, GenRequest{Prompt: seqTokens(100, 4), MaxTokens: 1}, func(Token, Timings) error { return nil })
+		done <- err
+	}()
+	require.Eventually(t, func() bool { return e.State().Waiting == 1 }, 5*time.Second, time.Millisecond)
+	cancel2()
+	require.ErrorIs(t, <-done, context.Canceled)
+	assert.Equal(t, 0, e.State().Waiting)
+}
+
+func TestEngineEmitErrorStopsTheRequest(t *testing.T) {
+	e, _ := newTestEngine(t, testConfig())
+	boom := errors.New("client write failed")
+	res, err := e.Generate(context.Background(), GenRequest{Prompt: seqTokens(1, 5), MaxTokens: 10}, func(tok Token, _ Timings) error {
+		if tok.Index == 2 {
+			return boom
+		}
+		return nil
+	})
+	require.ErrorIs(t, err, boom)
+	assert.Len(t, res.Tokens, 3)
+	st := e.State()
+	assert.Equal(t, 0, st.Running)
+	assert.Equal(t, st.Cache.NumBlocks, st.Cache.FreeBlocks)
+}
+
+func TestEngineRejectsRequestsThatCanNeverRun(t *testing.T) {
+	cfg := testConfig()
+	cfg.NumBlocks = 4 // 16 tokens
+	e, _ := newTestEngine(t, cfg)
+	tests := []struct {
+		name string
+		req  GenRequest
+		want error
+	}{
+		{"empty prompt", GenRequest{MaxTokens: 1}, ErrEmptyPrompt},
+		{"no tokens to generate", GenRequest{Prompt: seqTokens(1, 2)}, errBadMaxTokens},
+		{"token outside the vocabulary", GenRequest{Prompt: []uint32{1, 1000}, MaxTokens: 1}, ErrTokenOutOfVocab},
+		{"longer than the model", GenRequest{Prompt: seqTokens(1, 250), MaxTokens: 10}, ErrTooLong},
+		{"more blocks than the cache", GenRequest{Prompt: seqTokens(1, 16), MaxTokens: 1}, ErrTooManyBlocks},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := e.Generate(context.Background(), tc.req, func(Token, Timings) error { return nil })
+			require.ErrorIs(t, err, tc.want)
+		})
+	}
+	assert.Equal(t, uint64(0), e.State().Stats.Requests)
+}
+
+func TestEnginePrefillLaneIsShared(t *testing.T) {
+	cfg := testConfig()
+	cfg.PrefillTokensPerSec = 1 // the first prompt's 20 tokens: 20 s simulated, 1 s wall
+	cfg.Speedup = 20
+	e, _ := newTestEngine(t, cfg)
+	prompt := seqTokens(1, 20)
+	first := make(chan Result, 1)
+	go func() { first <- run(t, e, prompt, 1) }()
+	require.Eventually(t, func() bool { return e.State().Running == 1 }, 5*time.Second, time.Millisecond)
+
+	// The same prompt right behind it: 16 tokens are reused (their blocks
+	// were cached when the first was scheduled), but its 4 uncached tokens
+	// wait for the first prefill to finish.
+	second := run(t, e, prompt, 1)
+	assert.Equal(t, 16, second.Timings.CachedTokens)
+	assert.Greater(t, second.Timings.TTFTMs, 10000.0, "4 s of its own prefill plus most of the first's 20 s")
+	assert.InDelta(t, 20000.0, (<-first).Timings.TTFTMs, 1000.0)
+}
