@@ -3,8 +3,6 @@ package main
 import (
 	"encoding/hex"
 	"encoding/json"
-	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"strings"
@@ -19,45 +17,50 @@ type hashOutput struct {
 	SequenceHashes []uint64 `json:"sequence_hashes"`
 }
 
-func runHash(args []string, stdin io.Reader, stdout io.Writer) error {
+func runHash(args []string, in input, stdout io.Writer) error {
 	fs := newFlagSet("hash")
-	blockSize := fs.Int("block-size", 0, "tokens per block (required, at least 1)")
+	var blockSize decimalFlag
+	fs.Var(&blockSize, "block-size", "tokens per block (required, at least 1; plain decimal)")
 	lora := fs.String("lora", "", "LoRA adapter name")
 	namespace := fs.String("namespace", "", "cache namespace (tenant salt)")
 	eagle := fs.Bool("eagle", false, "hash EAGLE windows of block-size+1 tokens")
-	if err := parseFlags(fs, args); err != nil {
+	tokenArgs, err := parseArgs(fs, args)
+	if err != nil {
 		return err
 	}
-	if *blockSize <= 0 {
-		return usagef("--block-size must be at least 1 (got %d)", *blockSize)
+	switch {
+	case !blockSize.set:
+		return usagef("--block-size is required (tokens per block, at least 1)")
+	case blockSize.value <= 0:
+		return usagef("--block-size must be at least 1 (got %d)", blockSize.value)
 	}
 	var tokens []uint32
-	var err error
-	if fs.NArg() > 0 {
-		tokens, err = parseTokenArgs(fs.Args())
+	if len(tokenArgs) > 0 {
+		tokens, err = parseTokenArgs(tokenArgs)
 	} else {
-		tokens, err = readTokens(stdin)
+		tokens, err = readTokens(in.open("tokens (a JSON array or whitespace-separated integers)"))
 	}
 	if err != nil {
 		return err
 	}
 	opts := core.Options{LoraName: *lora, CacheNamespace: *namespace, Eagle: *eagle}
-	local, seq, err := core.AppendBlockAndSequenceHashes([]uint64{}, []uint64{}, tokens, *blockSize, opts)
+	local, seq, err := core.AppendBlockAndSequenceHashes([]uint64{}, []uint64{}, tokens, blockSize.value, opts)
 	if err != nil {
 		return usageError{err.Error()}
 	}
-	return writeJSON(stdout, hashOutput{core.SpecVersion, *blockSize, local, seq})
+	return writeJSON(stdout, hashOutput{core.SpecVersion, blockSize.value, local, seq})
 }
 
 func runSeed(args []string, stdout io.Writer) error {
 	fs := newFlagSet("seed")
 	lora := fs.String("lora", "", "LoRA adapter name")
 	namespace := fs.String("namespace", "", "cache namespace (tenant salt)")
-	if err := parseFlags(fs, args); err != nil {
+	rest, err := parseArgs(fs, args)
+	if err != nil {
 		return err
 	}
-	if fs.NArg() > 0 {
-		return usagef("seed takes no arguments, got %q", fs.Arg(0))
+	if len(rest) > 0 {
+		return usagef("seed takes no arguments, got %q", rest[0])
 	}
 	return writeJSON(stdout, struct {
 		Spec string `json:"spec"`
@@ -67,16 +70,17 @@ func runSeed(args []string, stdout io.Writer) error {
 
 // runRaw hashes bytes as they are, to check an implementation's XXH3
 // against published raw-bytes vectors.
-func runRaw(args []string, stdin io.Reader, stdout io.Writer) error {
+func runRaw(args []string, in input, stdout io.Writer) error {
 	fs := newFlagSet("raw")
 	isHex := fs.Bool("hex", false, "DATA (or standard input) is hexadecimal")
-	if err := parseFlags(fs, args); err != nil {
+	rest, err := parseArgs(fs, args)
+	if err != nil {
 		return err
 	}
 	var data []byte
-	switch fs.NArg() {
+	switch len(rest) {
 	case 0:
-		b, err := io.ReadAll(stdin)
+		b, err := io.ReadAll(in.open("the bytes to hash"))
 		if err != nil {
 			return fmt.Errorf("read standard input: %w", err)
 		}
@@ -85,9 +89,9 @@ func runRaw(args []string, stdin io.Reader, stdout io.Writer) error {
 			data = []byte(strings.TrimSpace(string(b)))
 		}
 	case 1:
-		data = []byte(fs.Arg(0))
+		data = []byte(rest[0])
 	default:
-		return usagef("raw takes one DATA argument, got %d", fs.NArg())
+		return usagef("raw takes one DATA argument, got %d", len(rest))
 	}
 	if *isHex {
 		decoded, err := hex.DecodeString(string(data))
@@ -102,33 +106,16 @@ func runRaw(args []string, stdin io.Reader, stdout io.Writer) error {
 	}{core.SpecVersion, core.RawHash(data)})
 }
 
-func runVersion(stdout io.Writer) error {
-	_, err := fmt.Fprintf(stdout, "kvhash %s (hash spec %s)\n", core.Version, core.SpecVersion)
+func runVersion(args []string, stdout io.Writer) error {
+	rest, err := parseArgs(newFlagSet("version"), args)
+	if err != nil {
+		return err
+	}
+	if len(rest) > 0 {
+		return usagef("version takes no arguments, got %q", rest[0])
+	}
+	_, err = fmt.Fprintf(stdout, "kvhash %s (hash spec %s)\n", core.Version, core.SpecVersion)
 	return err
-}
-
-func newFlagSet(name string) *flag.FlagSet {
-	fs := flag.NewFlagSet(name, flag.ContinueOnError)
-	fs.SetOutput(io.Discard) // errors are reported once, by run
-	return fs
-}
-
-// parseFlags turns flag errors into one-line usage errors, and names a
-// negative token for what it is rather than as an unknown flag.
-func parseFlags(fs *flag.FlagSet, args []string) error {
-	err := fs.Parse(args)
-	switch {
-	case err == nil:
-		return nil
-	case errors.Is(err, flag.ErrHelp):
-		return usagef("see 'kvhash help'")
-	}
-	for _, a := range args {
-		if len(a) > 1 && a[0] == '-' && a[1] >= '0' && a[1] <= '9' {
-			return usagef("token %s is negative; tokens are integers from 0 to 4294967295", a)
-		}
-	}
-	return usagef("%s: %v", fs.Name(), err)
 }
 
 func writeJSON(w io.Writer, v any) error {

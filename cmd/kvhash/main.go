@@ -5,29 +5,26 @@
 //	kvhash seed [--lora NAME] [--namespace NS]
 //	kvhash raw [--hex] [DATA]
 //	kvhash version
+//	kvhash help [COMMAND]
 //
 // Tokens come from the arguments or, when there are none, from standard
-// input as a JSON array or whitespace-separated integers. Output is one
-// JSON object with u64 values written as exact integers. Bad input exits
-// with status 2 and one line on standard error.
+// input as a JSON array or whitespace-separated integers. Numbers are plain
+// decimal everywhere (no sign, no base prefix, no leading zero). Output is
+// one JSON object with u64 values written as exact integers. Bad input
+// exits with status 2 and one line on standard error; --help exits 0.
 package main
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"os"
 )
 
-const usage = `usage:
-  kvhash hash --block-size N [--lora NAME] [--namespace NS] [--eagle] [TOKENS...]
-  kvhash seed [--lora NAME] [--namespace NS]
-  kvhash raw [--hex] [DATA]
-  kvhash version`
-
 // Exit statuses.
 const (
 	exitOK    = 0
-	exitError = 1 // could not write the output
+	exitError = 1 // could not read the input or write the output
 	exitUsage = 2 // bad arguments or input
 )
 
@@ -49,26 +46,39 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, usage)
 		return exitUsage
 	}
+	in := input{r: stdin, stderr: stderr}
+	cmd, rest := args[0], args[1:]
 	var err error
-	switch cmd, rest := args[0], args[1:]; cmd {
+	switch cmd {
 	case "hash":
-		err = runHash(rest, stdin, stdout)
+		err = runHash(rest, in, stdout)
 	case "seed":
 		err = runSeed(rest, stdout)
 	case "raw":
-		err = runRaw(rest, stdin, stdout)
-	case "version":
-		err = runVersion(stdout)
-	case "help", "-h", "--help":
-		fmt.Fprintln(stdout, usage)
+		err = runRaw(rest, in, stdout)
+	case "version", "--version", "-version":
+		err = runVersion(rest, stdout)
+	case "help", "-h", "-help", "--help":
+		switch len(rest) {
+		case 0:
+			err = printHelp(stdout, "")
+		case 1:
+			err = printHelp(stdout, rest[0])
+		default:
+			err = usagef("help takes at most one command, got %d", len(rest))
+		}
 	default:
-		err = usagef("unknown command %q (want hash, seed, raw or version)", cmd)
+		err = usagef("unknown command %q (want hash, seed, raw or version; see 'kvhash help')", cmd)
+	}
+	if errors.Is(err, errHelp) {
+		err = printHelp(stdout, cmd)
 	}
 	if err == nil {
 		return exitOK
 	}
 	fmt.Fprintln(stderr, "kvhash:", err)
-	if _, ok := err.(usageError); ok {
+	var ue usageError
+	if errors.As(err, &ue) {
 		return exitUsage
 	}
 	return exitError

@@ -1,14 +1,11 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
 	"math"
-	"strconv"
-	"strings"
 )
 
 // parseTokenArgs reads tokens given as command-line arguments.
@@ -24,21 +21,27 @@ func parseTokenArgs(args []string) ([]uint32, error) {
 	return tokens, nil
 }
 
-// readTokens reads tokens from r: a JSON array when the input starts with
-// '[', otherwise whitespace-separated integers.
+// utf8BOM is what some editors and Windows tools put before a text file.
+var utf8BOM = []byte{0xEF, 0xBB, 0xBF}
+
+// readTokens reads tokens from r, all of it and with no limit on the
+// length of a line or word: a JSON array when the input starts with '['
+// (after an optional UTF-8 byte order mark and spaces), otherwise
+// whitespace-separated integers. A read error is returned, never taken
+// for the end of the input.
 func readTokens(r io.Reader) ([]uint32, error) {
 	data, err := io.ReadAll(r)
 	if err != nil {
 		return nil, fmt.Errorf("read standard input: %w", err)
 	}
+	data = bytes.TrimPrefix(data, utf8BOM)
 	if trimmed := bytes.TrimSpace(data); len(trimmed) > 0 && trimmed[0] == '[' {
 		return parseJSONTokens(trimmed)
 	}
-	var tokens []uint32
-	sc := bufio.NewScanner(bytes.NewReader(data))
-	sc.Split(bufio.ScanWords)
-	for i := 0; sc.Scan(); i++ {
-		t, err := parseToken(sc.Text())
+	words := bytes.Fields(data)
+	tokens := make([]uint32, 0, len(words))
+	for i, w := range words {
+		t, err := parseToken(string(w))
 		if err != nil {
 			return nil, usagef("token %d: %v", i, err)
 		}
@@ -69,17 +72,44 @@ func parseJSONTokens(data []byte) ([]uint32, error) {
 	return tokens, nil
 }
 
-// parseToken accepts a decimal integer from 0 to 2^32-1.
+// parseToken accepts a plain decimal integer from 0 to 2^32-1.
 func parseToken(s string) (uint32, error) {
-	v, err := strconv.ParseUint(s, 10, 32)
+	v, err := parseDecimal(s, math.MaxUint32)
 	if err == nil {
 		return uint32(v), nil
 	}
-	switch {
-	case strings.HasPrefix(s, "-"):
-		return 0, fmt.Errorf("%q is negative; tokens are integers from 0 to %d", s, uint32(math.MaxUint32))
-	case strings.Contains(err.Error(), strconv.ErrRange.Error()):
-		return 0, fmt.Errorf("%q is above %d, the largest token id", s, uint32(math.MaxUint32))
+	shown := quoteShort(s)
+	for _, c := range []byte(s) {
+		if c == ',' {
+			return 0, fmt.Errorf("%s is not an integer: separate tokens with spaces, or give a JSON array", shown)
+		}
 	}
-	return 0, fmt.Errorf("%q is not an integer", s)
+	switch {
+	case s != "" && s[0] == '-' && isDigits(s[1:]):
+		return 0, fmt.Errorf("%s is negative; tokens are integers from 0 to %d", shown, uint32(math.MaxUint32))
+	case len(s) > 1 && s[0] == '0' && isDigits(s):
+		return 0, fmt.Errorf("%s has a leading zero; tokens are plain decimal", shown)
+	case isDigits(s):
+		return 0, fmt.Errorf("%s is above %d, the largest token id", shown, uint32(math.MaxUint32))
+	}
+	return 0, fmt.Errorf("%s is not an integer", shown)
+}
+
+func isDigits(s string) bool {
+	for _, c := range []byte(s) {
+		if c < '0' || c > '9' {
+			return false
+		}
+	}
+	return s != ""
+}
+
+// quoteShort quotes s, cut to a readable length: one bad word can be a
+// whole megabyte of comma-separated tokens.
+func quoteShort(s string) string {
+	const limit = 40
+	if len(s) <= limit {
+		return fmt.Sprintf("%q", s)
+	}
+	return fmt.Sprintf("%q... (%d bytes)", s[:limit], len(s))
 }
