@@ -118,6 +118,13 @@ func selectTestees(cfg config) ([]testeeSpec, error) {
 			return nil, fmt.Errorf("--only %q: no such testee (have %v)", o, keys(names))
 		}
 	}
+	// A reference that names no testee is a mistake in the command line,
+	// not a failing binding: say so before running anything.
+	for _, ref := range []struct{ flag, name string }{{"--reference", cfg.reference}, {"--index-reference", cfg.indexReference}} {
+		if !names[ref.name] {
+			return nil, fmt.Errorf("%s %q: no such testee (have %v)", ref.flag, ref.name, keys(names))
+		}
+	}
 	return specs, nil
 }
 

@@ -229,6 +229,9 @@ func TestUsageErrors(t *testing.T) {
 		{"--only", "nosuch", "--vectors", "../vectors/v1"},
 		{"--cases", "-1"},
 		{"extra-arg"},
+		{"--reference", "nosuch", "--vectors", "../vectors/v1"},
+		{"--index-reference", "nosuch", "--vectors", "../vectors/v1"},
+		{"--no-defaults", "--testee", "a=/bin/true", "--vectors", "../vectors/v1"}, // the default reference is not there
 	} {
 		var out bytes.Buffer
 		assert.Equal(t, 2, run(args, &out, &out), "%v", args)
