@@ -18,13 +18,18 @@ const mediumGPU = "GPU"
 //	map event: {"type": "BlockStored", "block_hashes": [...], "parent_block_hash": ...,
 //	            "token_ids": [...], "block_size": 16, "lora_id": nil, "medium": "GPU",
 //	            "lora_name": nil}
-//	array event: ["BlockStored", [...], parent, [...], 16, nil, "GPU", nil]
+//	array event: ["BlockStored", [...], parent, [...], 16, nil, "GPU", nil,
+//	              nil, nil, nil, nil]
 //
-// msgspec omits fields that still hold their declared default (extra_keys,
-// group_idx, the cache-spec fields, ...) and writes the fields that have no
-// default even when they are nil (lora_id, medium, lora_name); in the array
-// layout only a trailing run of defaults can be omitted, which here is the
-// same set.
+// In maps, msgspec's omit_defaults drops the fields that still hold their
+// declared default (extra_keys, group_idx, the cache-spec fields, ...) and
+// keeps the fields without a default even when they are nil (lora_id,
+// medium, lora_name). In positional arrays msgspec omits nothing
+// (omit_defaults does not apply to array_like structs, msgspec issue 720):
+// every field of vLLM's struct is written, defaults as nil, so the array
+// layout carries BlockStored's four defaulted fields and BlockRemoved's
+// group_idx as trailing nils. encode_msgspec_test.go holds both layouts to
+// msgspec's bytes.
 type wireEncoder struct {
 	format    EventFormat
 	hashes    HashFormat
@@ -78,10 +83,17 @@ func (w wireEncoder) writeEvent(enc *msgpack.Encoder, ev *Event) error {
 			{"medium", func(e *msgpack.Encoder) error { return e.EncodeString(mediumGPU) }},
 			{"lora_name", encodeNil},
 		}
+		if w.format == EventFormatArray {
+			fields = append(fields, field{"extra_keys", encodeNil}, field{"group_idx", encodeNil},
+				field{"kv_cache_spec_kind", encodeNil}, field{"kv_cache_spec_sliding_window", encodeNil})
+		}
 	case EventBlockRemoved:
 		fields = []field{
 			{"block_hashes", w.hashList(ev.Digests)},
 			{"medium", func(e *msgpack.Encoder) error { return e.EncodeString(mediumGPU) }},
+		}
+		if w.format == EventFormatArray {
+			fields = append(fields, field{"group_idx", encodeNil})
 		}
 	case EventAllBlocksCleared:
 	default:
