@@ -1,0 +1,59 @@
+package enginehash
+
+import "fmt"
+
+// Block is one full block of a chain: its digest and the id its engine
+// publishes for it.
+type Block struct {
+	Digest Digest
+	WireID uint64
+}
+
+// Chain hashes every full block of tokens under s, starting from root (a
+// VLLMRoot, SGLangRoot or TRTLLMRoot digest), the way the engine hashes a
+// prompt: a trailing partial block is not hashed. extras applies to vLLM
+// schemes only (nil for none); the other engines' salts and LoRA ids are in
+// their roots. The result is appended to dst.
+func Chain(dst []Block, s Scheme, root Digest, tokens []uint32, blockSize int, extras *VLLMExtras) ([]Block, error) {
+	if blockSize <= 0 {
+		return dst, fmt.Errorf("enginehash: block size %d", blockSize)
+	}
+	if extras != nil && !s.IsVLLM() {
+		return dst, fmt.Errorf("enginehash: %s takes no vLLM extra keys", s)
+	}
+	var scratch [1024]byte
+	buf := scratch[:0]
+	var keys []ExtraKey
+	mmIdx := 0
+	parent := root
+	for b, start := 0, 0; start+blockSize <= len(tokens); b, start = b+1, start+blockSize {
+		end := start + blockSize
+		keys = keys[:0]
+		if extras != nil {
+			var err error
+			keys, mmIdx, err = extras.vllmBlockKeys(keys, b, start, end, mmIdx)
+			if err != nil {
+				return dst, err
+			}
+		}
+		d, nbuf, err := s.blockDigest(buf, parent, tokens[start:end], keys)
+		if err != nil {
+			return dst, fmt.Errorf("block %d: %w", b, err)
+		}
+		buf = nbuf
+		dst = append(dst, Block{Digest: d, WireID: s.WireID(d)})
+		parent = d
+	}
+	return dst, nil
+}
+
+// VLLMChain is Chain from vLLM's root for seed (DefaultVLLMSeed, or
+// PYTHONHASHSEED's value): the block ids a vLLM engine started with that seed
+// publishes for a prompt.
+func VLLMChain(dst []Block, s Scheme, seed string, tokens []uint32, blockSize int, extras *VLLMExtras) ([]Block, error) {
+	root, err := VLLMRoot(s, seed)
+	if err != nil {
+		return dst, err
+	}
+	return Chain(dst, s, root, tokens, blockSize, extras)
+}

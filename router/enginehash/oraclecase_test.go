@@ -1,0 +1,151 @@
+package enginehash
+
+import (
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"os"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// oracleCase is one chain as testdata/oracle.py writes it (see its docstring).
+type oracleCase struct {
+	Name         string         `json:"name,omitempty"`
+	Scheme       Scheme         `json:"scheme"`
+	Seed         *string        `json:"seed,omitempty"`
+	Salt         string         `json:"salt,omitempty"`
+	LoRAID       *uint64        `json:"lora_id,omitempty"`
+	BlockSize    int            `json:"block_size"`
+	Tokens       []uint32       `json:"tokens,omitempty"`
+	TokensGolden int            `json:"tokens_golden,omitempty"`
+	Extras       *oracleExtras  `json:"extras,omitempty"`
+	Root         string         `json:"root,omitempty"`
+	Blocks       []oracleResult `json:"blocks,omitempty"`
+}
+
+type oracleExtras struct {
+	LoRA   string   `json:"lora,omitempty"`
+	Salt   string   `json:"salt,omitempty"`
+	MM     [][3]any `json:"mm,omitempty"`
+	Embeds []string `json:"embeds,omitempty"`
+}
+
+type oracleResult struct {
+	ExtraKeys []oracleKey `json:"extra_keys"`
+	Digest    string      `json:"digest"`
+	EventInt  json.Number `json:"event_int"`
+}
+
+type oracleKey struct {
+	Str   *string `json:"str,omitempty"`
+	MM    []any   `json:"mm,omitempty"`
+	Bytes *string `json:"bytes,omitempty"`
+}
+
+type oracleFile struct {
+	Chains []oracleCase `json:"chains"`
+}
+
+func loadVectors(t testing.TB) []oracleCase {
+	t.Helper()
+	raw, err := os.ReadFile("testdata/vectors.json")
+	require.NoError(t, err)
+	var f oracleFile
+	dec := json.NewDecoder(bytesReader(raw))
+	dec.UseNumber()
+	require.NoError(t, dec.Decode(&f))
+	require.NotEmpty(t, f.Chains)
+	return f.Chains
+}
+
+func (c *oracleCase) tokens() []uint32 {
+	if c.TokensGolden > 0 {
+		out := make([]uint32, c.TokensGolden)
+		for i := range out {
+			out[i] = uint32(i) * 2654435761
+		}
+		return out
+	}
+	return c.Tokens
+}
+
+// root is the case's root digest, computed by this package.
+func (c *oracleCase) root() (Digest, error) {
+	switch {
+	case c.Scheme.IsVLLM():
+		if c.Seed == nil {
+			return Digest{}, fmt.Errorf("vLLM case without a seed")
+		}
+		return VLLMRoot(c.Scheme, *c.Seed)
+	case c.Scheme == SGLangSHA256:
+		return SGLangRoot(c.Salt), nil
+	case c.Scheme == TRTLLMV2SHA256:
+		scope := TRTLLMScope{LoRAID: c.LoRAID}
+		if c.Salt != "" {
+			id := TRTLLMSaltID(c.Salt)
+			scope.SaltID = &id
+		}
+		return TRTLLMRoot(scope), nil
+	}
+	return Digest{}, fmt.Errorf("unknown scheme %q", c.Scheme)
+}
+
+func (c *oracleCase) vllmExtras(t testing.TB) *VLLMExtras {
+	if c.Extras == nil {
+		return nil
+	}
+	x := &VLLMExtras{LoRAName: c.Extras.LoRA, CacheSalt: c.Extras.Salt}
+	for _, m := range c.Extras.MM {
+		off, err := m[1].(json.Number).Int64()
+		require.NoError(t, err)
+		n, err := m[2].(json.Number).Int64()
+		require.NoError(t, err)
+		x.MM = append(x.MM, MMItem{Identifier: m[0].(string), Offset: int(off), Length: int(n)})
+	}
+	if c.Extras.Embeds != nil {
+		x.PromptEmbedsDigests = [][]byte{}
+		for _, h := range c.Extras.Embeds {
+			b, err := hex.DecodeString(h)
+			require.NoError(t, err)
+			x.PromptEmbedsDigests = append(x.PromptEmbedsDigests, b)
+		}
+	}
+	return x
+}
+
+// extraKeys converts the oracle's explicit per-block keys.
+func (r *oracleResult) extraKeys(t testing.TB) []ExtraKey {
+	var out []ExtraKey
+	for _, k := range r.ExtraKeys {
+		switch {
+		case k.Str != nil:
+			out = append(out, ExtraKey{Kind: ExtraString, Text: *k.Str})
+		case k.MM != nil:
+			off, err := k.MM[1].(json.Number).Int64()
+			require.NoError(t, err)
+			out = append(out, MMKey(k.MM[0].(string), off))
+		case k.Bytes != nil:
+			b, err := hex.DecodeString(*k.Bytes)
+			require.NoError(t, err)
+			out = append(out, PromptEmbedsKey(b))
+		default:
+			t.Fatalf("empty extra key in %+v", r)
+		}
+	}
+	return out
+}
+
+func (r *oracleResult) eventU64(t testing.TB) uint64 {
+	s := r.EventInt.String()
+	if len(s) > 0 && s[0] == '-' {
+		v, err := r.EventInt.Int64()
+		require.NoError(t, err)
+		return uint64(v)
+	}
+	var v uint64
+	_, err := fmt.Sscan(s, &v)
+	require.NoError(t, err)
+	return v
+}

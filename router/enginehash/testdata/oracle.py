@@ -1,0 +1,326 @@
+"""Independent oracle for router/enginehash: engines' own block hashes.
+
+    python oracle.py generate > vectors.json    (the committed vectors)
+    python oracle.py batch < cases.json         (the Go fuzz/property cross-check)
+
+Nothing here shares code with the Go package. The serializations are
+CPython's own ``pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL)`` and
+``cbor2.dumps(obj, canonical=True)``, the hashes ``hashlib.sha256`` and
+``xxhash.xxh3_128_digest``: the functions vLLM's ``vllm/utils/hashing.py``
+calls. The rest restates, in this file's own code, the engines' rules as
+their sources state them:
+
+- vLLM: NONE_HASH = hash_fn(seed string); a block's digest is
+  hash_fn((parent_digest, tuple(tokens), extra_keys or None)); extra keys are
+  LoRA name, multimodal (identifier, offset - block_start), cache salt on the
+  first block, prompt-embeds digest, in that order; the event int is
+  int.from_bytes(digest, "big") & (2**64 - 1).
+- SGLang: sha256(prior digest (if any) || each token as 4 bytes little
+  endian); a salted chain's prior is sha256(b"sglang-cache-salt-v1\\0" +
+  salt); the event int is the first 8 bytes as a signed big-endian int.
+- TensorRT-LLM v2_sha256: root = sha256(mask byte || present scope fields
+  as u64 LE) for ReuseScope(lora_id, salt); block = sha256(parent || each
+  token as u64 LE); salt id = first 8 bytes of sha256(salt), little endian;
+  the event int is the first 8 bytes, big endian, unsigned.
+
+Every random input comes from random.Random with a fixed seed, so
+``generate`` is byte-identical from run to run (the Go drift test checks it).
+Case JSON (input of batch, and each entry of generate's "chains"):
+
+    {"scheme": "vllm-sha256" | "vllm-sha256-cbor" | "vllm-xxhash" |
+               "vllm-xxhash-cbor" | "sglang-sha256" | "trtllm-v2-sha256",
+     "seed": "<vLLM seed string>",          (vLLM)
+     "salt": "<cache salt>",                (SGLang, TensorRT-LLM; optional)
+     "lora_id": <u64>,                      (TensorRT-LLM; optional)
+     "block_size": N, "tokens": [u32...]  or  "tokens_golden": <count>,
+     "extras": {"lora": str, "salt": str, "mm": [[id, offset, length]...],
+                "embeds": [hex per block]}  (vLLM; optional)}
+
+and its result adds "root" (hex, "" for SGLang's unsalted root) and
+"blocks": [{"extra_keys": [...] | null, "digest": hex, "event_int": int}]
+where each extra key is {"str": s} | {"mm": [id, offset]} | {"bytes": hex}.
+"tokens_golden": n stands for tokens[i] = (i * 2654435761) mod 2**32, used
+for blocks too large to spell out.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import pickle
+import random
+import sys
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
+
+import cbor2
+import xxhash
+
+Json = Dict[str, Any]
+HashFn = Callable[[Any], bytes]
+
+DEFAULT_VLLM_SEED = "vllm-none-hash"
+SGLANG_SALT_TAG = b"sglang-cache-salt-v1\x00"
+U32 = 2**32
+GOLDEN = 2654435761
+
+
+def _pickle_bytes(obj: Any) -> bytes:
+    return pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL)
+
+
+def _cbor_bytes(obj: Any) -> bytes:
+    return cbor2.dumps(obj, canonical=True)
+
+
+VLLM_HASH_FNS: Dict[str, HashFn] = {
+    "vllm-sha256": lambda o: hashlib.sha256(_pickle_bytes(o)).digest(),
+    "vllm-sha256-cbor": lambda o: hashlib.sha256(_cbor_bytes(o)).digest(),
+    "vllm-xxhash": lambda o: xxhash.xxh3_128_digest(_pickle_bytes(o)),
+    "vllm-xxhash-cbor": lambda o: xxhash.xxh3_128_digest(_cbor_bytes(o)),
+}
+
+
+def fresh_str(s: str) -> str:
+    """A str object that is not shared with any other key, as a request's
+    strings are (CPython's cached one-character and empty strings excepted,
+    which pickle's memo then shows: exactly what the engine would do)."""
+    out: str = json.loads(json.dumps(s))
+    return out
+
+
+def vllm_block_extra_keys(
+    extras: Json, block: int, start: int, end: int, mm_idx: int
+) -> Tuple[Optional[Tuple[Any, ...]], int]:
+    """vLLM's per-block extra keys and the next multimodal cursor."""
+    keys: List[Any] = []
+    if extras.get("lora"):
+        keys.append(fresh_str(extras["lora"]))
+    mm: List[List[Any]] = extras.get("mm", [])
+    while mm_idx < len(mm):
+        ident, offset, length = mm[mm_idx]
+        if end <= offset:
+            break
+        if start >= offset + length:
+            mm_idx += 1
+            continue
+        keys.append((fresh_str(ident), offset - start))
+        if end >= offset + length:
+            mm_idx += 1
+            continue
+        break
+    if start == 0 and extras.get("salt"):
+        keys.append(fresh_str(extras["salt"]))
+    if "embeds" in extras:
+        keys.append(bytes.fromhex(extras["embeds"][block]))
+    return (tuple(keys) if keys else None), mm_idx
+
+
+def extra_keys_json(keys: Optional[Tuple[Any, ...]]) -> Optional[List[Json]]:
+    if keys is None:
+        return None
+    out: List[Json] = []
+    for k in keys:
+        if isinstance(k, str):
+            out.append({"str": k})
+        elif isinstance(k, tuple):
+            out.append({"mm": [k[0], k[1]]})
+        else:
+            out.append({"bytes": bytes(k).hex()})
+    return out
+
+
+def case_tokens(case: Json) -> List[int]:
+    if "tokens_golden" in case:
+        return [(i * GOLDEN) % U32 for i in range(int(case["tokens_golden"]))]
+    return [int(t) for t in case["tokens"]]
+
+
+def full_blocks(tokens: Sequence[int], size: int) -> List[Tuple[int, int]]:
+    return [(s, s + size) for s in range(0, len(tokens) - size + 1, size)]
+
+
+def run_vllm(case: Json) -> Json:
+    fn = VLLM_HASH_FNS[case["scheme"]]
+    root = fn(fresh_str(case["seed"]))
+    tokens = case_tokens(case)
+    extras: Json = case.get("extras", {})
+    parent = root
+    mm_idx = 0
+    blocks: List[Json] = []
+    for b, (start, end) in enumerate(full_blocks(tokens, int(case["block_size"]))):
+        keys, mm_idx = vllm_block_extra_keys(extras, b, start, end, mm_idx)
+        digest = fn((parent, tuple(tokens[start:end]), keys))
+        blocks.append(
+            {
+                "extra_keys": extra_keys_json(keys),
+                "digest": digest.hex(),
+                "event_int": int.from_bytes(digest, "big") & (2**64 - 1),
+            }
+        )
+        parent = digest
+    return {"root": root.hex(), "blocks": blocks}
+
+
+def run_sglang(case: Json) -> Json:
+    salt: str = case.get("salt", "")
+    prior: Optional[bytes] = None
+    if salt:
+        prior = hashlib.sha256(SGLANG_SALT_TAG + salt.encode("utf-8")).digest()
+    root = prior.hex() if prior is not None else ""
+    tokens = case_tokens(case)
+    blocks: List[Json] = []
+    for start, end in full_blocks(tokens, int(case["block_size"])):
+        h = hashlib.sha256()
+        if prior is not None:
+            h.update(prior)
+        for t in tokens[start:end]:
+            h.update(t.to_bytes(4, "little", signed=False))
+        prior = h.digest()
+        blocks.append(
+            {
+                "extra_keys": None,
+                "digest": prior.hex(),
+                "event_int": int.from_bytes(prior[:8], "big", signed=True),
+            }
+        )
+    return {"root": root, "blocks": blocks}
+
+
+def run_trtllm(case: Json) -> Json:
+    scope: List[Optional[int]] = [case.get("lora_id"), None]
+    if case.get("salt"):
+        salt_digest = hashlib.sha256(str(case["salt"]).encode("utf-8")).digest()
+        scope[1] = int.from_bytes(salt_digest[:8], "little", signed=False)
+    mask = sum(1 << i for i, v in enumerate(scope) if v is not None)
+    scope_bytes = bytes([mask]) + b"".join(
+        v.to_bytes(8, "little", signed=False) for v in scope if v is not None
+    )
+    parent = hashlib.sha256(scope_bytes).digest()
+    root = parent.hex()
+    tokens = case_tokens(case)
+    blocks: List[Json] = []
+    for start, end in full_blocks(tokens, int(case["block_size"])):
+        h = hashlib.sha256(parent)
+        for t in tokens[start:end]:
+            h.update(t.to_bytes(8, "little", signed=False))
+        parent = h.digest()
+        blocks.append(
+            {
+                "extra_keys": None,
+                "digest": parent.hex(),
+                "event_int": int.from_bytes(parent[:8], "big", signed=False),
+            }
+        )
+    return {"root": root, "blocks": blocks}
+
+
+def run_case(case: Json) -> Json:
+    scheme = case["scheme"]
+    if scheme in VLLM_HASH_FNS:
+        return run_vllm(case)
+    if scheme == "sglang-sha256":
+        return run_sglang(case)
+    if scheme == "trtllm-v2-sha256":
+        return run_trtllm(case)
+    raise ValueError(f"unknown scheme {scheme!r}")
+
+
+VLLM_SCHEMES = ["vllm-sha256", "vllm-sha256-cbor", "vllm-xxhash", "vllm-xxhash-cbor"]
+# Token values where a wrong width, sign or pickle opcode shows: BININT1,
+# BININT2, BININT and LONG1 boundaries.
+TOKEN_EDGES = [0, 1, 255, 256, 65535, 65536, 2**31 - 1, 2**31, 2**32 - 1]
+
+
+def cases() -> List[Json]:
+    rng = random.Random(14)
+
+    def toks(n: int) -> List[int]:
+        return [rng.getrandbits(rng.choice([8, 16, 17, 31, 32])) for _ in range(n)]
+
+    out: List[Json] = []
+
+    def add(name: str, **case: Any) -> None:
+        out.append({"name": name, **case})
+
+    seeds = [DEFAULT_VLLM_SEED, "0", "42", "ünïcode-seed", "", "x" * 300]
+    for scheme in VLLM_SCHEMES:
+        for seed in seeds:
+            add(f"{scheme} seed {seed[:20]!r}", scheme=scheme, seed=seed, block_size=16, tokens=toks(16))
+        add(f"{scheme} chain of 5", scheme=scheme, seed="0", block_size=16, tokens=toks(16 * 5 + 7))
+        add(f"{scheme} token edges", scheme=scheme, seed=DEFAULT_VLLM_SEED, block_size=len(TOKEN_EDGES), tokens=TOKEN_EDGES * 2)
+        for size in [1, 2, 3, 4, 255, 256]:
+            add(f"{scheme} block size {size}", scheme=scheme, seed="0", block_size=size, tokens=toks(size * 2))
+        add(f"{scheme} lora", scheme=scheme, seed="0", block_size=4, tokens=toks(12), extras={"lora": "adapter-a"})
+        add(f"{scheme} cache salt", scheme=scheme, seed="0", block_size=4, tokens=toks(12), extras={"salt": "tenant-7"})
+        add(f"{scheme} lora and salt, one-char singletons", scheme=scheme, seed="0", block_size=4, tokens=toks(8), extras={"lora": "a", "salt": "a"})
+        add(f"{scheme} long lora name", scheme=scheme, seed="0", block_size=4, tokens=toks(8), extras={"lora": "L" * 300})
+        add(
+            f"{scheme} multimodal",
+            scheme=scheme, seed=DEFAULT_VLLM_SEED, block_size=4, tokens=toks(24),
+            extras={"mm": [["img-aaaa", 2, 6], ["img-bbbb", 8, 2], ["img-cccc", 10, 1], ["img-dddd", 20, 8]]},
+        )
+        add(
+            f"{scheme} multimodal, equal identifiers in one block",
+            scheme=scheme, seed="0", block_size=8, tokens=toks(16),
+            extras={"mm": [["same-image", 1, 2], ["same-image", 4, 2]]},
+        )
+        add(
+            f"{scheme} every extra key",
+            scheme=scheme, seed="42", block_size=4, tokens=toks(12),
+            extras={
+                "lora": "adapter-b",
+                "mm": [["mm-1", 3, 3]],
+                "salt": "s3cr3t",
+                "embeds": [hashlib.sha256(bytes([i])).hexdigest() for i in range(3)],
+            },
+        )
+        add(f"{scheme} empty and one-byte embeds digests", scheme=scheme, seed="0", block_size=2, tokens=toks(6), extras={"embeds": ["", "07", "07"]})
+    # Pickle framing: a block whose pickle passes 64 KiB spans two frames.
+    add("vllm-sha256 two pickle frames", scheme="vllm-sha256", seed="0", block_size=14000, tokens_golden=14000)
+    add("vllm-sha256 frame at the boundary", scheme="vllm-sha256", seed="0", block_size=13100, tokens_golden=13100)
+    for salt in ["", "tenant-a", "ünïcode"]:
+        add(f"sglang salt {salt!r}", scheme="sglang-sha256", salt=salt, block_size=16, tokens=toks(16 * 3))
+    add("sglang page size 1", scheme="sglang-sha256", block_size=1, tokens=toks(5))
+    add("sglang token edges", scheme="sglang-sha256", block_size=9, tokens=TOKEN_EDGES)
+    for lora_id, salt in [(None, ""), (7, ""), (None, "tenant-a"), (2**64 - 1, "t")]:
+        case: Json = {"scheme": "trtllm-v2-sha256", "block_size": 32, "tokens": toks(64)}
+        if lora_id is not None:
+            case["lora_id"] = lora_id
+        if salt:
+            case["salt"] = salt
+        add(f"trtllm lora {lora_id} salt {salt!r}", **case)
+    add("trtllm token edges", scheme="trtllm-v2-sha256", block_size=9, tokens=TOKEN_EDGES)
+    return out
+
+
+def generate() -> Json:
+    chains = []
+    for case in cases():
+        chains.append({**case, **run_case(case)})
+    return {
+        "about": "router/enginehash oracle vectors; regenerate with testdata/oracle.py generate",
+        "chains": chains,
+    }
+
+
+def main(argv: Optional[List[str]] = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("mode", choices=["generate", "batch"])
+    args = parser.parse_args(argv)
+    if args.mode == "generate":
+        # One chain a line: diffs stay readable, the file stays small.
+        doc = generate()
+        sys.stdout.write('{"about": ' + json.dumps(doc["about"]) + ',\n "chains": [\n')
+        lines = [json.dumps(c, ensure_ascii=False) for c in doc["chains"]]
+        sys.stdout.write(",\n".join(lines))
+        sys.stdout.write("\n]}\n")
+        return 0
+    batch = json.load(sys.stdin)
+    json.dump([run_case(c) for c in batch], sys.stdout)
+    sys.stdout.write("\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
