@@ -127,7 +127,9 @@ const (
 	// OutcomeApplied: applied without a violation.
 	OutcomeApplied Outcome = iota
 	// OutcomeViolation: applied, with a stability violation that did not
-	// stop it (hash mismatch, duplicate store).
+	// stop it (hash mismatch, duplicate store). Only in enforce mode: in
+	// warn mode core does not return these, the event counts as applied,
+	// and the violation shows in the rank's Violations.
 	OutcomeViolation
 	// OutcomeRejected: core rejected it or part of it (parent not found,
 	// block not found, self reference).
