@@ -4,7 +4,6 @@ import (
 	"encoding/binary"
 	"io"
 	"math"
-	"strconv"
 
 	"github.com/vmihailenco/msgpack/v5/msgpcode"
 )
@@ -123,4 +122,3 @@ func (dec *Decoder) fastHashes(out []uint64) int {
 	dec.seek(i)
 	return k
 }
-
