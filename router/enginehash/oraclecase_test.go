@@ -98,11 +98,7 @@ func (c *oracleCase) vllmExtras(t testing.TB) *VLLMExtras {
 	}
 	x := &VLLMExtras{LoRAName: c.Extras.LoRA, CacheSalt: c.Extras.Salt}
 	for _, m := range c.Extras.MM {
-		off, err := m[1].(json.Number).Int64()
-		require.NoError(t, err)
-		n, err := m[2].(json.Number).Int64()
-		require.NoError(t, err)
-		x.MM = append(x.MM, MMItem{Identifier: m[0].(string), Offset: int(off), Length: int(n)})
+		x.MM = append(x.MM, MMItem{Identifier: m[0].(string), Offset: int(anyInt(t, m[1])), Length: int(anyInt(t, m[2]))})
 	}
 	if c.Extras.Embeds != nil {
 		x.PromptEmbedsDigests = [][]byte{}
@@ -123,9 +119,7 @@ func (r *oracleResult) extraKeys(t testing.TB) []ExtraKey {
 		case k.Str != nil:
 			out = append(out, ExtraKey{Kind: ExtraString, Text: *k.Str})
 		case k.MM != nil:
-			off, err := k.MM[1].(json.Number).Int64()
-			require.NoError(t, err)
-			out = append(out, MMKey(k.MM[0].(string), off))
+			out = append(out, MMKey(k.MM[0].(string), anyInt(t, k.MM[1])))
 		case k.Bytes != nil:
 			b, err := hex.DecodeString(*k.Bytes)
 			require.NoError(t, err)
@@ -148,4 +142,21 @@ func (r *oracleResult) eventU64(t testing.TB) uint64 {
 	_, err := fmt.Sscan(s, &v)
 	require.NoError(t, err)
 	return v
+}
+
+// anyInt reads an int from a case built in Go (int, int64) or decoded from
+// JSON (json.Number).
+func anyInt(t testing.TB, v any) int64 {
+	switch x := v.(type) {
+	case int:
+		return int64(x)
+	case int64:
+		return x
+	case json.Number:
+		n, err := x.Int64()
+		require.NoError(t, err)
+		return n
+	}
+	t.Fatalf("not an int: %T %v", v, v)
+	return 0
 }

@@ -1,7 +1,8 @@
 """Independent oracle for router/enginehash: engines' own block hashes.
 
     python oracle.py generate > vectors.json    (the committed vectors)
-    python oracle.py batch < cases.json         (the Go fuzz/property cross-check)
+    python oracle.py batch < cases.json         (the Go property cross-check)
+    python oracle.py serve                      (one case a line in, one result a line out: the Go fuzz target)
 
 Nothing here shares code with the Go package. The serializations are
 CPython's own ``pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL)`` and
@@ -133,7 +134,7 @@ def extra_keys_json(keys: Optional[Tuple[Any, ...]]) -> Optional[List[Json]]:
 def case_tokens(case: Json) -> List[int]:
     if "tokens_golden" in case:
         return [(i * GOLDEN) % U32 for i in range(int(case["tokens_golden"]))]
-    return [int(t) for t in case["tokens"]]
+    return [int(t) for t in case.get("tokens") or []]
 
 
 def full_blocks(tokens: Sequence[int], size: int) -> List[Tuple[int, int]]:
@@ -306,7 +307,7 @@ def generate() -> Json:
 
 def main(argv: Optional[List[str]] = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("mode", choices=["generate", "batch"])
+    parser.add_argument("mode", choices=["generate", "batch", "serve"])
     args = parser.parse_args(argv)
     if args.mode == "generate":
         # One chain a line: diffs stay readable, the file stays small.
@@ -315,6 +316,11 @@ def main(argv: Optional[List[str]] = None) -> int:
         lines = [json.dumps(c, ensure_ascii=False) for c in doc["chains"]]
         sys.stdout.write(",\n".join(lines))
         sys.stdout.write("\n]}\n")
+        return 0
+    if args.mode == "serve":
+        for line in sys.stdin:
+            sys.stdout.write(json.dumps(run_case(json.loads(line))) + "\n")
+            sys.stdout.flush()
         return 0
     batch = json.load(sys.stdin)
     json.dump([run_case(c) for c in batch], sys.stdout)

@@ -1,0 +1,198 @@
+package enginehash
+
+import (
+	"fmt"
+	"strconv"
+)
+
+// Candidate is one hypothesis about how an engine names its blocks: a scheme
+// and, for vLLM, the seed string its NONE_HASH came from.
+type Candidate struct {
+	Scheme Scheme
+	Seed   string // vLLM: NONE_HASH's seed string; other schemes: unused ("")
+}
+
+// String is "scheme" or "scheme seed=<quoted seed>", for logs and verdicts.
+func (c Candidate) String() string {
+	if !c.Scheme.IsVLLM() {
+		return string(c.Scheme)
+	}
+	return string(c.Scheme) + " seed=" + strconv.Quote(c.Seed)
+}
+
+// DefaultCandidates is what `engine_hash: auto` tries: vLLM's SHA-256
+// schemes under the fixed default seed and PYTHONHASHSEED=0 (what Dynamo's
+// launchers set), the xxhash schemes under "0" only (their default root is
+// random), SGLang and TensorRT-LLM v2, then every extra seed the operator
+// lists, for all four vLLM schemes. Duplicates are dropped.
+func DefaultCandidates(extraSeeds ...string) []Candidate {
+	var out []Candidate
+	seen := make(map[Candidate]bool)
+	add := func(c Candidate) {
+		if !seen[c] {
+			seen[c] = true
+			out = append(out, c)
+		}
+	}
+	for _, s := range []Scheme{VLLMSHA256, VLLMSHA256CBOR} {
+		add(Candidate{Scheme: s, Seed: DefaultVLLMSeed})
+		add(Candidate{Scheme: s, Seed: "0"})
+	}
+	add(Candidate{Scheme: SGLangSHA256})
+	add(Candidate{Scheme: TRTLLMV2SHA256})
+	for _, s := range []Scheme{VLLMXXHash, VLLMXXHashCBOR} {
+		add(Candidate{Scheme: s, Seed: "0"})
+	}
+	for _, seed := range extraSeeds {
+		for _, s := range []Scheme{VLLMSHA256, VLLMSHA256CBOR, VLLMXXHash, VLLMXXHashCBOR} {
+			add(Candidate{Scheme: s, Seed: seed})
+		}
+	}
+	return out
+}
+
+// RootStore is a stored block at the root of an engine's tree (its event's
+// parent_block_hash is null), as the router sees it.
+type RootStore struct {
+	Tokens []uint32 // the block's tokens: exactly one block
+	// ExtraKeys are vLLM's extra keys for this block, as its event carries
+	// them (see ExtraKeysFromValues); nil for none.
+	ExtraKeys []ExtraKey
+	// CacheSalt is SGLang's and TensorRT-LLM's request salt ("" for none).
+	CacheSalt string
+	// TRTLLMLoRAID is TensorRT-LLM's LoRA task id, when the request has one.
+	TRTLLMLoRAID *uint64
+	// WireID is the id the engine published, as u64 (a signed i64 from
+	// SGLang or TensorRT-LLM reinterpreted, never clamped).
+	WireID uint64
+}
+
+// Match is a candidate that reproduces a root store, with the block's full
+// digest: the parent a router needs to verify the chained blocks after it.
+type Match struct {
+	Candidate Candidate
+	Digest    Digest
+}
+
+// Verifier checks root stores against a fixed list of candidates. vLLM roots
+// depend only on the candidate, so they are computed once here; SGLang and
+// TensorRT-LLM roots depend on the store's salt and are computed per store.
+// A Verifier is read-only after NewVerifier: safe for concurrent use.
+type Verifier struct {
+	candidates []Candidate
+	vllmRoots  []Digest // per candidate; zero for non-vLLM schemes
+}
+
+// NewVerifier validates candidates and precomputes their vLLM roots.
+func NewVerifier(candidates []Candidate) (*Verifier, error) {
+	v := &Verifier{candidates: append([]Candidate(nil), candidates...), vllmRoots: make([]Digest, len(candidates))}
+	for i, c := range candidates {
+		if err := c.Scheme.valid(); err != nil {
+			return nil, fmt.Errorf("candidate %d: %w", i, err)
+		}
+		if !c.Scheme.IsVLLM() {
+			if c.Seed != "" {
+				return nil, fmt.Errorf("enginehash: candidate %d: %s has no seed (got %q)", i, c.Scheme, c.Seed)
+			}
+			continue
+		}
+		root, err := VLLMRoot(c.Scheme, c.Seed)
+		if err != nil {
+			return nil, fmt.Errorf("candidate %d: %w", i, err)
+		}
+		v.vllmRoots[i] = root
+	}
+	return v, nil
+}
+
+// Candidates returns the verifier's candidates, in order.
+func (v *Verifier) Candidates() []Candidate { return append([]Candidate(nil), v.candidates...) }
+
+// Match returns every candidate under which st's block hashes to st.WireID,
+// in candidate order: none for an engine with a random root (or a scheme or
+// seed not listed), normally exactly one otherwise. A candidate whose scheme
+// cannot take the store's inputs (extra keys on a non-vLLM scheme) simply
+// does not match.
+func (v *Verifier) Match(st RootStore) []Match {
+	var out []Match
+	for i, c := range v.candidates {
+		var root Digest
+		var extra []ExtraKey
+		switch c.Scheme {
+		case SGLangSHA256:
+			if len(st.ExtraKeys) != 0 {
+				continue
+			}
+			root = SGLangRoot(st.CacheSalt)
+		case TRTLLMV2SHA256:
+			if len(st.ExtraKeys) != 0 {
+				continue
+			}
+			scope := TRTLLMScope{LoRAID: st.TRTLLMLoRAID}
+			if st.CacheSalt != "" {
+				id := TRTLLMSaltID(st.CacheSalt)
+				scope.SaltID = &id
+			}
+			root = TRTLLMRoot(scope)
+		default:
+			root, extra = v.vllmRoots[i], st.ExtraKeys
+		}
+		d, err := c.Scheme.BlockDigest(root, st.Tokens, extra)
+		if err != nil {
+			continue
+		}
+		if c.Scheme.WireID(d) == st.WireID {
+			out = append(out, Match{Candidate: c, Digest: d})
+		}
+	}
+	return out
+}
+
+// ExtraKeysFromValues converts one block's extra keys as a generic decoder
+// yields them (router/ingest's [][]any entries: string, []byte, and
+// [identifier, offset] arrays for multimodal items) into ExtraKeys.
+func ExtraKeysFromValues(vals []any) ([]ExtraKey, error) {
+	if len(vals) == 0 {
+		return nil, nil
+	}
+	out := make([]ExtraKey, 0, len(vals))
+	for i, v := range vals {
+		switch x := v.(type) {
+		case string:
+			out = append(out, ExtraKey{Kind: ExtraString, Text: x})
+		case []byte:
+			out = append(out, PromptEmbedsKey(x))
+		case []any:
+			k, err := mmKeyFromValues(x)
+			if err != nil {
+				return nil, fmt.Errorf("enginehash: extra key %d: %w", i, err)
+			}
+			out = append(out, k)
+		default:
+			return nil, fmt.Errorf("enginehash: extra key %d: unsupported type %T", i, v)
+		}
+	}
+	return out, nil
+}
+
+func mmKeyFromValues(x []any) (ExtraKey, error) {
+	if len(x) != 2 {
+		return ExtraKey{}, fmt.Errorf("multimodal key of %d elements, want (identifier, offset)", len(x))
+	}
+	id, ok := x[0].(string)
+	if !ok {
+		return ExtraKey{}, fmt.Errorf("multimodal identifier of type %T, want a string", x[0])
+	}
+	switch off := x[1].(type) {
+	case int64:
+		return MMKey(id, off), nil
+	case int:
+		return MMKey(id, int64(off)), nil
+	case uint64:
+		if off > 1<<63-1 {
+			return ExtraKey{}, fmt.Errorf("multimodal offset %d out of range", off)
+		}
+		return MMKey(id, int64(off)), nil
+	}
+	return ExtraKey{}, fmt.Errorf("multimodal offset of type %T, want an int", x[1])
+}
