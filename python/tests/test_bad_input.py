@@ -25,8 +25,54 @@ pytestmark = pytest.mark.usefixtures("conversion")
 def test_tokens_of_wrong_type(kv, tokens):
     with pytest.raises(TypeError):
         kv.block_hashes(tokens, 4)
+    if isinstance(tokens, bytes):
+        # Dynamo's function reads any integer buffer item by item, bytes
+        # included (a byte a token): so does kvhash's (test_dynamo_oracle).
+        assert kv.compute_block_hash_for_seq(tokens, 4) == kv.compute_block_hash_for_seq(list(tokens), 4)
+        return
     with pytest.raises(TypeError):
         kv.compute_block_hash_for_seq(tokens, 4)
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        set,
+        frozenset,
+        lambda v: dict.fromkeys(v).keys(),
+        lambda v: dict(zip(v, v)).values(),
+        lambda v: dict(zip(v, v)).items(),
+        lambda v: dict(zip(v, v)),
+    ],
+    ids=["set", "frozenset", "dict-keys", "dict-values", "dict-items", "dict"],
+)
+def test_unordered_iterables_are_refused_everywhere(kv, make):
+    # A set iterates in hash order, not in the order of the prompt: hashing
+    # it would give wrong hashes that look right (issue 10, item 7).
+    tokens = make([3, 1, 2, 4])
+    with pytest.raises(TypeError, match="ordered"):
+        kv.block_hashes(tokens, 2)
+    with pytest.raises(TypeError, match="ordered"):
+        kv.block_and_sequence_hashes(tokens, 2)
+    with pytest.raises(TypeError, match="ordered"):
+        kv.compute_block_hash_for_seq(tokens, 2)
+    with pytest.raises(TypeError, match="ordered"):
+        kv.sequence_hashes(tokens)
+    with pytest.raises(TypeError, match="ordered"):
+        kv.compute_seq_hash_for_block(tokens)
+    with pytest.raises(TypeError, match="ordered"):
+        kv.block_hashes([1, 2, 3, 4], 2, mm_hashes=[tokens])
+    with pytest.raises(TypeError, match="ordered"):
+        kv.block_hashes([1, 2, 3, 4], 2, mm_hashes=make([None, None]) if make is not set else {None})
+    tree = kv.RadixTree()
+    with pytest.raises(TypeError, match="ordered"):
+        tree.find_matches(tokens)
+    with pytest.raises(TypeError, match="ordered"):
+        tree.apply_stored(1, tokens, [1, 2, 3, 4])
+    with pytest.raises(TypeError, match="ordered"):
+        tree.apply_removed(1, tokens)
+    # Ordered iterables are still read in their order.
+    assert kv.block_hashes(iter([3, 1, 2, 4]), 2).tolist() == kv.block_hashes([3, 1, 2, 4], 2).tolist()
 
 
 @pytest.mark.parametrize("tokens", [[-1], [2**32], [1, 2, 3, 2**40], [-(2**70)]])

@@ -106,19 +106,116 @@ def test_block_size_zero_message(kv):
         kv.compute_block_hash_for_seq_py([], 0)
 
 
+def _media(*hashes):
+    return {"mm_objects": [{"mm_hash": h, "offsets": [[0, 2]]} for h in hashes]}
+
+
 def test_block_mm_infos_entries(kv):
-    # None, missing and empty object lists all mean "no media".
+    # None and empty object lists mean "no media".
     plain = kv.compute_block_hash_for_seq(DYNAMO_TOKENS, 4)
     assert kv.compute_block_hash_for_seq(DYNAMO_TOKENS, 4, block_mm_infos=[None, {"mm_objects": []}]) == plain
     assert kv.compute_block_hash_for_seq(DYNAMO_TOKENS, 4, block_mm_infos=[]) == plain
-    two = kv.compute_block_hash_for_seq(
-        DYNAMO_TOKENS, 4, block_mm_infos=[{"mm_objects": [{"mm_hash": 9}, {"mm_hash": 2**64 - 1}]}]
-    )
-    swapped = kv.compute_block_hash_for_seq(
-        DYNAMO_TOKENS, 4, block_mm_infos=[{"mm_objects": [{"mm_hash": 2**64 - 1}, {"mm_hash": 9}]}]
-    )
+    two = kv.compute_block_hash_for_seq(DYNAMO_TOKENS, 4, block_mm_infos=[_media(9, 2**64 - 1)])
+    swapped = kv.compute_block_hash_for_seq(DYNAMO_TOKENS, 4, block_mm_infos=[_media(2**64 - 1, 9)])
     assert two == swapped  # the library sorts a block's media hashes
     assert two[0] != plain[0] and two[1:] == plain[1:]
+
+
+@pytest.mark.parametrize("eagle", [False, True])
+def test_block_mm_infos_past_the_full_blocks_are_ignored(kv, eagle):
+    # Dynamo's helpers pass ceil(len(tokens) / block_size) entries: one more
+    # than the full blocks whenever the prompt ends mid-block (issue 10,
+    # item 14). Dynamo ignores the extra ones.
+    tokens = DYNAMO_TOKENS[:10]
+    n = kv.block_count(len(tokens), 4, is_eagle=eagle)
+    infos = [_media(5), None, _media(7), _media(8), None]
+    want = kv.block_hashes(tokens, 4, is_eagle=eagle, mm_hashes=[[5], None, [7], [8], None][:n]).tolist()
+    got = kv.compute_block_hash_for_seq(tokens, 4, infos, None, eagle)
+    assert got == want and len(got) == n
+    assert got[0] != kv.compute_block_hash_for_seq(tokens, 4, None, None, eagle)[0]
+    # Every entry is still checked, also those past the blocks, as Dynamo does.
+    with pytest.raises(ValueError, match="mm_objects"):
+        kv.compute_block_hash_for_seq(tokens, 4, [None, None, None, {}], None, eagle)
+    # The buffer API keeps the library's rule: one entry a block at most.
+    with pytest.raises(kvhash.InvalidArgumentError):
+        kv.block_hashes(tokens, 4, is_eagle=eagle, mm_hashes=[None] * 5)
+
+
+@pytest.mark.parametrize(
+    "obj, exc",
+    [
+        ({"mm_hash": 5}, ValueError),  # Dynamo: missing field `offsets`
+        ({"offsets": []}, ValueError),  # missing field `mm_hash`
+        ({"mm_hash": 5, "offsets": None}, TypeError),
+        ({"mm_hash": 5, "offsets": [[0, 1, 2]]}, ValueError),
+        ({"mm_hash": 5, "offsets": [[0, -1]]}, OverflowError),
+        ({"mm_hash": 5, "offsets": [[0, 1.5]]}, TypeError),
+        ({"mm_hash": "5", "offsets": []}, TypeError),
+        ({"mm_hash": -5, "offsets": []}, OverflowError),
+        ({"mm_hash": 2**64, "offsets": []}, OverflowError),
+        ({"mm_hash": None, "offsets": []}, TypeError),
+    ],
+)
+def test_multimodal_objects_are_checked_as_dynamo_checks_them(kv, obj, exc):
+    # Dynamo raises a bare Exception for all of these; kvhash raises a
+    # subclass of it that says which problem it is (docs/api/python.md).
+    with pytest.raises(exc):
+        kv.compute_block_hash_for_seq(DYNAMO_TOKENS, 4, [{"mm_objects": [obj]}])
+    with pytest.raises(TypeError):
+        kv.compute_block_hash_for_seq(DYNAMO_TOKENS, 4, [{"mm_objects": None}])
+
+
+def test_block_size_types_as_dynamo_reads_them(kv):
+    # Dynamo's kv_block_size is unsigned: negative is OverflowError, a bool
+    # is an int (True is 1, False is 0), beyond any prompt is no block.
+    with pytest.raises(OverflowError):
+        kv.compute_block_hash_for_seq(DYNAMO_TOKENS, -1)
+    with pytest.raises(OverflowError):
+        kv.compute_block_hash_for_seq(DYNAMO_TOKENS, 2**64)
+    assert kv.compute_block_hash_for_seq(DYNAMO_TOKENS, True) == kv.compute_block_hash_for_seq(DYNAMO_TOKENS, 1)
+    with pytest.raises(ValueError, match=r"^kv_block_size cannot be 0$"):
+        kv.compute_block_hash_for_seq(DYNAMO_TOKENS, False)
+    assert kv.compute_block_hash_for_seq(DYNAMO_TOKENS, 2**63) == []
+    assert kv.compute_block_hash_for_seq(DYNAMO_TOKENS, 2**64 - 1) == []
+    with pytest.raises(TypeError):
+        kv.compute_block_hash_for_seq(DYNAMO_TOKENS, 4.0)
+    with pytest.raises(TypeError):
+        kv.compute_block_hash_for_seq(DYNAMO_TOKENS, 4, None, None, 1)  # is_eagle: a bool or None
+
+
+def test_integer_buffers_of_any_width_are_tokens(kv):
+    # Tokenizers return int64 arrays; Dynamo reads any integer sequence.
+    import numpy as np
+
+    for dtype in (np.int64, np.uint64, np.int32, np.uint16, np.uint8):
+        assert kv.compute_block_hash_for_seq(np.arange(1, 13, dtype=dtype), 4) == DYNAMO_LOCAL
+    with pytest.raises(OverflowError):
+        kv.compute_block_hash_for_seq(np.array([1, -2, 3, 4], dtype=np.int64), 4)
+    with pytest.raises(TypeError):
+        kv.compute_block_hash_for_seq(np.arange(4, dtype=np.float64), 4)
+
+
+def test_lora_name_to_id(kv):
+    assert kv.lora_name_to_id is kvhash.lora_name_to_id
+    assert _params(kv.lora_name_to_id) == [("lora_name", P.empty, P.POSITIONAL_OR_KEYWORD)]
+    # Dynamo's own stability test value, and values read from dynamo.llm
+    # 1.6.1 (test_dynamo_oracle compares many more, live).
+    assert kv.lora_name_to_id("test_lora") == 1983627077
+    assert kv.lora_name_to_id("") == 1979294118
+    assert kv.lora_name_to_id("adapter-a") == 969475657
+    assert kv.lora_name_to_id("x" * 1025) == kv.lora_name_to_id(lora_name="x" * 1025)
+    for name in ("a", "é" * 700, "w" * 5000):
+        assert 1 <= kv.lora_name_to_id(name) <= 2**31 - 1
+    for bad in (None, 1, b"a", ["a"]):
+        with pytest.raises(TypeError):
+            kv.lora_name_to_id(bad)
+
+
+def test_blake3_specification_values():
+    from kvhash._blake3 import blake3
+
+    assert blake3(b"").hex() == "af1349b9f5f9a1a6a0404dea36dcc9499bcb25c9adc112b7cc9a93cae41f3262"
+    assert blake3(b"abc").hex() == "6437b3ac38465133ffb63b75273a8db548c558465d79db03fd359c6cd5bd9d85"
 
 
 def test_radix_tree_dynamo_flow(kv):

@@ -49,7 +49,11 @@ def test_block_and_sequence_hashes_match_oracle(kv, p):
 @given(prompts())
 def test_dynamo_api_matches_oracle(kv, p):
     tokens, block_size, lora, ns, eagle, mm = p
-    infos = None if mm is None else [None if e is None else {"mm_objects": [{"mm_hash": h} for h in e]} for e in mm]
+    infos = (
+        None
+        if mm is None
+        else [None if e is None else {"mm_objects": [{"mm_hash": h, "offsets": [[0, 1]]} for h in e]} for e in mm]
+    )
     want = oracle.block_hashes(tokens, block_size, lora_name=lora, cache_namespace=ns, eagle=eagle, mm_hashes=mm)
     assert (
         kv.compute_block_hash_for_seq(tokens, block_size, infos, lora_name=lora, is_eagle=eagle, cache_namespace=ns)

@@ -269,3 +269,112 @@ def test_extreme_ids_round_trip(kv):
     assert tree.workers() == [(top64, top32)]
     events = [json.loads(e) for e in kv.RadixTree().dump_tree_as_events()]
     assert events == []
+
+
+# -- a tree is never copied (issue 10, item 18)
+
+
+def _legacy_pickle(tree) -> bytes:
+    """The pickle an older kvhash wrote: the class and the object's plain
+    state, handle number included (the default protocol-2 reduction)."""
+    import copyreg
+    import io
+    import pickle
+
+    class Legacy(pickle.Pickler):
+        def reducer_override(self, obj):
+            if isinstance(obj, kvhash.RadixTree):
+                state = {k: v for k, v in vars(obj).items() if k != "_finalizer"}
+                assert state["_handle"] is not None
+                return copyreg.__newobj__, (type(obj),), state
+            return NotImplemented
+
+    buf = io.BytesIO()
+    Legacy(buf, protocol=2).dump(tree)
+    return buf.getvalue()
+
+
+def test_pickle_and_copy_are_type_errors_as_in_dynamo(kv):
+    import copy
+    import pickle
+
+    tree = kv.RadixTree()
+    tree.apply_event(1, stored(1, [(10, 100)]))
+    for attempt in (
+        lambda: pickle.dumps(tree),
+        lambda: pickle.dumps(tree, protocol=0),
+        lambda: copy.copy(tree),
+        lambda: copy.deepcopy(tree),
+        lambda: copy.deepcopy({"tree": tree}),
+    ):
+        with pytest.raises(TypeError, match="cannot pickle"):
+            attempt()
+    # The tree is untouched, and still answers.
+    assert tree.find_matches([100]).scores == {(1, 0): 1}
+    # A pickle written before the fix does not load either. (Only the class
+    # `kvhash.RadixTree` can be found by name, so only that one was ever
+    # pickled.)
+    if kv.RadixTree is kvhash.RadixTree:
+        legacy = _legacy_pickle(tree)
+        with pytest.raises(TypeError, match="cannot pickle"):
+            pickle.loads(legacy)
+
+
+LOAD_IN_ANOTHER_PROCESS = r"""
+import pickle, sys
+sys.path.insert(0, sys.argv[1])
+import kvhash
+mine = kvhash.RadixTree()  # takes the same handle number as the sender's
+mine.apply_event(9, b'{"event_id": 1, "data": {"stored": {"parent_hash": null, "blocks": [{"block_hash": 1, "tokens_hash": 555}]}}}')
+try:
+    other = pickle.loads(sys.stdin.buffer.read())
+except TypeError as e:
+    print("TypeError:", e)
+else:
+    print("LOADED", other.find_matches([555]).scores)
+"""
+
+
+def test_a_pickled_tree_never_attaches_to_another_processes_tree(tmp_path):
+    tree = kvhash.RadixTree()
+    tree.apply_event(1, stored(1, [(10, 100)]))
+    res = subprocess.run(
+        [sys.executable, "-c", LOAD_IN_ANOTHER_PROCESS, str(SRC)],
+        input=_legacy_pickle(tree),
+        capture_output=True,
+        env=dict(os.environ),
+        timeout=120,
+    )
+    assert res.returncode == 0, res.stderr.decode()
+    out = res.stdout.decode()
+    assert out.startswith("TypeError:") and "cannot pickle" in out, out
+    assert "LOADED" not in out
+
+
+# -- buffers are released on every path (issue 10, item 10)
+
+
+def test_failing_calls_release_the_callers_buffer_even_when_the_error_is_kept(kv):
+    tree = kv.RadixTree()
+    kept = []
+    hashes = array.array("Q", [1, 2])
+    for call in (
+        lambda: tree.find_matches(hashes, early_exit="yes"),
+        lambda: tree.apply_stored(1, hashes, ["not", "ints"]),
+        lambda: tree.apply_stored(1, hashes, [1]),  # lengths differ
+        lambda: tree.apply_stored(1, [1, 2], hashes, parent_hash=12345),  # rejected by the library (warn: raises)
+    ):
+        try:
+            call()
+        except (TypeError, ValueError, RuntimeError) as e:
+            kept.append(e)  # the traceback keeps the failing frame alive
+        else:
+            pytest.fail("expected an error")
+        hashes.append(3)  # BufferError while the array is still exported
+        del hashes[-1]
+    closed = kv.RadixTree()
+    closed.close()
+    with pytest.raises(RuntimeError, match="closed") as err:
+        closed.find_matches(hashes)
+    hashes.append(3)
+    assert len(kept) == 4 and err.value is not None

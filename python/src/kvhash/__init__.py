@@ -48,6 +48,7 @@ SPEEDUPS: bool = _ints.speedups is not None
 compute_block_hash_for_seq = _bound.compute_block_hash_for_seq
 compute_block_hash_for_seq_py = _bound.compute_block_hash_for_seq
 compute_seq_hash_for_block = _bound.compute_seq_hash_for_block
+lora_name_to_id = _bound.lora_name_to_id
 block_hashes = _bound.block_hashes
 sequence_hashes = _bound.sequence_hashes
 block_and_sequence_hashes = _bound.block_and_sequence_hashes
@@ -66,6 +67,7 @@ __all__ = [
     "compute_block_hash_for_seq",
     "compute_block_hash_for_seq_py",
     "compute_seq_hash_for_block",
+    "lora_name_to_id",
     "block_hashes",
     "sequence_hashes",
     "block_and_sequence_hashes",

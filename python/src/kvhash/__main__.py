@@ -1,13 +1,24 @@
-"""``python -m kvhash``: the engine doctor and version facts.
-
-    python -m kvhash doctor [--engine vllm|sglang|trtllm] [--router-block-size N] [--json] -- CMD...
-    python -m kvhash version
-"""
+"""``python -m kvhash``: the engine doctor and version facts."""
 
 from __future__ import annotations
 
 import sys
 from typing import List, Optional
+
+# Plain text (this is what --help prints); each command has its own --help.
+USAGE = """\
+usage: python -m kvhash COMMAND [ARGS...]
+
+commands:
+  doctor [--engine vllm|sglang|trtllm] [--router-block-size N] [--json] -- CMD...
+          check an engine command line for settings that break KV-aware routing
+          (python -m kvhash doctor --help for details)
+  version print the kvhash version, hashing spec version, backend and whether
+          the list-conversion extension is in use
+
+options:
+  -h, --help  print this help and exit
+"""
 
 
 def _version() -> int:
@@ -31,7 +42,11 @@ def main(argv: Optional[List[str]] = None) -> int:
         return cli.main(args[1:])
     if args and args[0] == "version":
         return _version()
-    print(__doc__.strip(), file=sys.stderr)
+    if args and args[0] in ("-h", "--help", "help"):
+        sys.stdout.write(USAGE)
+        return 0
+    problem = "unknown command %r" % args[0] if args else "a command is required"
+    sys.stderr.write("python -m kvhash: %s\n\n%s" % (problem, USAGE))
     return 2
 
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import Any, Dict, Type
 
 from ._backend import Backend
-from ._dynamo import DynamoFunctions
+from ._dynamo import DynamoFunctions, lora_name_to_id
 from ._hashing import Hashing
 from ._tree import OverlapScores, RadixTree, bind_radix_tree
 
@@ -43,6 +43,7 @@ class API:
         self.chain_step = hashing.chain_step
         self.compute_block_hash_for_seq = dynamo.compute_block_hash_for_seq
         self.compute_seq_hash_for_block = dynamo.compute_seq_hash_for_block
+        self.lora_name_to_id = lora_name_to_id
 
     def exports(self) -> Dict[str, Any]:
         return {
@@ -52,6 +53,7 @@ class API:
             "compute_block_hash_for_seq": self.compute_block_hash_for_seq,
             "compute_block_hash_for_seq_py": self.compute_block_hash_for_seq,
             "compute_seq_hash_for_block": self.compute_seq_hash_for_block,
+            "lora_name_to_id": self.lora_name_to_id,
             "block_hashes": self.block_hashes,
             "sequence_hashes": self.sequence_hashes,
             "block_and_sequence_hashes": self.block_and_sequence_hashes,

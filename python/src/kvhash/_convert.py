@@ -13,6 +13,7 @@ from __future__ import annotations
 import array
 import operator
 import sys
+from collections.abc import Set, ValuesView
 from typing import Any, Iterable, Mapping, Optional, Sequence, Tuple
 
 from ._ints import pack_u32, pack_u64, range_error
@@ -114,6 +115,22 @@ def _check_view(mv: memoryview, itemsize: int, what: str) -> memoryview:
     return mv
 
 
+# Iterables whose order is not the caller's: sets and frozensets iterate in
+# hash order, and a dict or its views is a mapping, not a list of ints. Token
+# order is the whole of a block hash, so hashing them would give an answer
+# that looks right and is not.
+_UNORDERED = (Set, ValuesView, Mapping)
+
+
+def check_ordered(values: object, what: str) -> None:
+    """TypeError unless `values` can be an ordered array argument."""
+    if isinstance(values, _UNORDERED):
+        raise TypeError(
+            "%s must be an ordered sequence of ints (a list, tuple, array or iterator) or a buffer, not %s: "
+            "its iteration order is not the order of the values" % (what, type(values).__name__)
+        )
+
+
 def _view(values: object, itemsize: int, what: str) -> memoryview:
     """A checked 1-D view of `values`: the caller's buffer itself when it has
     the buffer protocol (no copy), else its items packed (``_ints``: one
@@ -128,7 +145,8 @@ def _view(values: object, itemsize: int, what: str) -> memoryview:
             # __buffer__ from 3.12 on.)
             mv = memoryview(values)  # type: ignore[arg-type]
         except TypeError:
-            if isinstance(values, (str, Mapping)) or not isinstance(values, Iterable):
+            check_ordered(values, what)
+            if isinstance(values, str) or not isinstance(values, Iterable):
                 raise TypeError(
                     "%s must be a sequence of ints or a buffer, not %s" % (what, type(values).__name__)
                 ) from None
@@ -155,7 +173,8 @@ def mm_arrays(
     the ABI's flat form. None or an empty list means no media."""
     if mm_hashes is None:
         return None, None
-    if isinstance(mm_hashes, (str, bytes, Mapping)) or not isinstance(mm_hashes, Iterable):
+    check_ordered(mm_hashes, "mm_hashes")
+    if isinstance(mm_hashes, (str, bytes)) or not isinstance(mm_hashes, Iterable):
         raise TypeError("mm_hashes must be a list (one entry a block), not %s" % type(mm_hashes).__name__)
     flat = array.array("Q")
     counts = array.array("I")
@@ -163,7 +182,8 @@ def mm_arrays(
         if entry is None:
             counts.append(0)
             continue
-        if isinstance(entry, (str, bytes, Mapping)) or not isinstance(entry, Iterable):
+        check_ordered(entry, "mm_hashes[%d]" % i)
+        if isinstance(entry, (str, bytes)) or not isinstance(entry, Iterable):
             raise TypeError("an mm_hashes entry must be None or a list of ints, not %s" % type(entry).__name__)
         items = entry if type(entry) is list or type(entry) is tuple else list(entry)
         with pack_u64(items, "mm_hashes[%d]" % i) as packed, packed.cast("B") as raw:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import array
 import json
 import weakref
-from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Type, cast
+from typing import TYPE_CHECKING, Any, Callable, Dict, List, NoReturn, Optional, Tuple, Type, cast
 
 from ._backend import Backend
 from ._convert import to_bool, to_json_bytes, to_u32, to_u64, u64_view
@@ -152,35 +152,40 @@ class RadixTree:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
+    # -- no copies: a tree is its native handle
+
+    # A pickle or copy of the object would carry the handle number, not the
+    # index: the copy would use a tree freed with the original, and a pickle
+    # loaded by another process would read whatever tree has that number
+    # there. Dynamo's RadixTree refuses both with TypeError; so does this one,
+    # on the way out (dumps, copy, deepcopy) and on the way in (a pickle
+    # written by an older kvhash). To move an index, move its contents:
+    # dump_tree_as_events() and apply_router_event().
+
+    def _refuse_copy(self, *args: object) -> NoReturn:
+        raise TypeError(
+            "cannot pickle or copy 'kvhash.RadixTree' object: it is a handle to a native index; "
+            "copy its contents instead (dump_tree_as_events, then apply_router_event on a new tree)"
+        )
+
+    __reduce_ex__ = _refuse_copy
+    __reduce__ = _refuse_copy
+    __copy__ = _refuse_copy
+    __deepcopy__ = _refuse_copy
+    __setstate__ = _refuse_copy
+
     # -- Dynamo's methods
 
     def find_matches(self, sequence: IntArray, early_exit: bool = False) -> OverlapScores:
         """Score every worker by how many leading blocks of `sequence` (local
         block hashes, u64) it holds."""
-        local = u64_view(sequence, "sequence")
-        early = to_bool(early_exit, "early_exit")
-        backend = self._backend
-        handle = self._h()
-        capacity = self._match_capacity
-        try:
-            while True:
-                ids = _ZERO_Q * capacity
-                ranks = _ZERO_I * capacity
-                scores = _ZERO_I * capacity
-                sizes = _ZERO_Q * capacity
-                try:
-                    n = backend.index_find_matches(
-                        handle, local, early,
-                        memoryview(ids), memoryview(ranks), memoryview(scores), memoryview(sizes),
-                    )
-                except BufferTooSmall as e:
-                    if e.needed <= capacity:
-                        raise InternalError("find_matches: buffer too small for %d with %d" % (e.needed, capacity)) from None
-                    capacity = self._match_capacity = e.needed
-                    continue
-                break
-        finally:
-            local.release()
+        # The view exports the caller's buffer (an array('Q') cannot be
+        # resized while it exists): released on every path, also when a
+        # later check fails and the caller keeps the exception (whose
+        # traceback would keep this frame, and so the view, alive).
+        with u64_view(sequence, "sequence") as local:
+            early = to_bool(early_exit, "early_exit")
+            n, ids, ranks, scores, sizes = self._find_matches(local, early)
         score_map: Dict[Worker, int] = {}
         size_map: Dict[Worker, int] = {}
         for i in range(n):
@@ -188,6 +193,30 @@ class RadixTree:
             score_map[key] = scores[i]
             size_map[key] = sizes[i]
         return OverlapScores(score_map, size_map, [])
+
+    def _find_matches(
+        self, local: memoryview, early: bool
+    ) -> Tuple[int, "array.array[int]", "array.array[int]", "array.array[int]", "array.array[int]"]:
+        """One library query into result arrays grown until they fit."""
+        backend = self._backend
+        handle = self._h()
+        capacity = self._match_capacity
+        while True:
+            ids = _ZERO_Q * capacity
+            ranks = _ZERO_I * capacity
+            scores = _ZERO_I * capacity
+            sizes = _ZERO_Q * capacity
+            try:
+                n = backend.index_find_matches(
+                    handle, local, early,
+                    memoryview(ids), memoryview(ranks), memoryview(scores), memoryview(sizes),
+                )
+            except BufferTooSmall as e:
+                if e.needed <= capacity:
+                    raise InternalError("find_matches: buffer too small for %d with %d" % (e.needed, capacity)) from None
+                capacity = self._match_capacity = e.needed
+                continue
+            return n, ids, ranks, scores, sizes
 
     def apply_event(self, worker_id: int, kv_cache_event_bytes: bytes) -> None:
         """Apply one JSON ``KvCacheEvent`` from `worker_id`.
@@ -237,17 +266,14 @@ class RadixTree:
         rank = to_u32(dp_rank, "dp_rank")
         eid = to_u64(event_id, "event_id")
         parent = None if parent_hash is None else to_u64(parent_hash, "parent_hash")
-        ext = u64_view(block_hashes, "block_hashes")
-        loc = u64_view(tokens_hashes, "tokens_hashes")
-        try:
+        # Both views released on every path (see find_matches), also when
+        # the second argument is the bad one.
+        with u64_view(block_hashes, "block_hashes") as ext, u64_view(tokens_hashes, "tokens_hashes") as loc:
             if len(ext) != len(loc):
                 raise ValueError(
                     "block_hashes and tokens_hashes must have the same length (%d != %d)" % (len(ext), len(loc))
                 )
             self._backend.index_apply_stored(self._h(), wid, rank, eid, parent, ext, loc)
-        finally:
-            ext.release()
-            loc.release()
 
     def apply_removed(
         self, worker_id: int, block_hashes: IntArray, *, event_id: int = 0, dp_rank: int = 0
@@ -256,11 +282,8 @@ class RadixTree:
         wid = to_u64(worker_id, "worker_id")
         rank = to_u32(dp_rank, "dp_rank")
         eid = to_u64(event_id, "event_id")
-        ext = u64_view(block_hashes, "block_hashes")
-        try:
+        with u64_view(block_hashes, "block_hashes") as ext:
             self._backend.index_apply_removed(self._h(), wid, rank, eid, ext)
-        finally:
-            ext.release()
 
     def clear_worker(self, worker_id: int, dp_rank: int = 0) -> None:
         """A "cleared" event: drop every block of one (worker_id, dp_rank)."""

@@ -26,7 +26,16 @@ import os
 import threading
 from typing import Callable, Dict, Iterator, List, Optional, Sequence, Tuple, Union
 
-import wasmtime
+try:
+    import wasmtime
+except ModuleNotFoundError as _e:  # the optional dependency of the wasm backend
+    if _e.name != "wasmtime":
+        raise
+    raise ModuleNotFoundError(
+        "kvhash: the wasm backend (KVHASH_BACKEND=wasm, kvhash.wasm) needs the wasmtime package, which is not "
+        "installed: pip install 'kvhash[wasm]' (or unset KVHASH_BACKEND to use the native backend)",
+        name="wasmtime",
+    ) from None
 
 from . import _api
 from ._backend import HashInput
