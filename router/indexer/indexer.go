@@ -29,6 +29,9 @@ type Indexer struct {
 	mu      sync.RWMutex
 	workers map[uint64]*worker
 	indexes map[ModelKey]*core.Index
+	// members lists each index's workers sorted by id, so that candidate
+	// lists (one per route) need neither a map walk nor a sort.
+	members map[ModelKey][]*worker
 }
 
 // worker is one registered worker.
@@ -38,6 +41,14 @@ type worker struct {
 	index   *core.Index
 	healthy atomic.Bool
 	ranks   map[uint32]*rank // guarded by Indexer.mu
+	sorted  []*rank          // the same ranks by rank number; guarded by Indexer.mu
+}
+
+// addRankLocked adds a rank, keeping sorted in order.
+func (w *worker) addRankLocked(r *rank) {
+	w.ranks[r.w.DPRank] = r
+	i, _ := slices.BinarySearchFunc(w.sorted, r.w.DPRank, func(a *rank, n uint32) int { return cmp.Compare(a.w.DPRank, n) })
+	w.sorted = slices.Insert(w.sorted, i, r)
 }
 
 // New returns an empty Indexer.
@@ -49,7 +60,7 @@ func New(opts Options) (*Indexer, error) {
 	// Resolve the mode once (the environment, when asked), so that every
 	// index of the fleet runs in the same one.
 	o.Mode = core.NewIndex(core.IndexOptions{Mode: o.Mode}).Mode()
-	return &Indexer{opts: o, workers: map[uint64]*worker{}, indexes: map[ModelKey]*core.Index{}}, nil
+	return &Indexer{opts: o, workers: map[uint64]*worker{}, indexes: map[ModelKey]*core.Index{}, members: map[ModelKey][]*worker{}}, nil
 }
 
 // BlockSize returns the router's block size.
@@ -83,6 +94,9 @@ func (x *Indexer) AddWorker(spec WorkerSpec) (bool, error) {
 	w.healthy.Store(true)
 	x.ensureRanksLocked(w)
 	x.workers[spec.WorkerID] = w
+	m := x.members[key]
+	i, _ := slices.BinarySearchFunc(m, spec.WorkerID, func(a *worker, id uint64) int { return cmp.Compare(a.spec.WorkerID, id) })
+	x.members[key] = slices.Insert(m, i, w)
 	return true, nil
 }
 
@@ -90,7 +104,7 @@ func (x *Indexer) AddWorker(spec WorkerSpec) (bool, error) {
 func (x *Indexer) ensureRanksLocked(w *worker) {
 	for r := range uint32(w.spec.DPSize) {
 		if _, ok := w.ranks[r]; !ok {
-			w.ranks[r] = newRank(core.Worker{ID: w.spec.WorkerID, DPRank: r}, x.opts.Now())
+			w.addRankLocked(newRank(core.Worker{ID: w.spec.WorkerID, DPRank: r}, x.opts.Now()))
 		}
 	}
 }
@@ -119,11 +133,12 @@ func (x *Indexer) RemoveWorker(id uint64) bool {
 func (x *Indexer) removeLocked(w *worker) {
 	delete(x.workers, w.spec.WorkerID)
 	w.index.RemoveWorker(w.spec.WorkerID)
-	for _, o := range x.workers {
-		if o.key == w.key {
-			return
-		}
+	m := slices.DeleteFunc(slices.Clone(x.members[w.key]), func(o *worker) bool { return o == w })
+	if len(m) > 0 {
+		x.members[w.key] = m
+		return
 	}
+	delete(x.members, w.key)
 	delete(x.indexes, w.key)
 }
 
@@ -185,12 +200,8 @@ func statsByWorker(s core.Stats) map[core.Worker]core.WorkerStats {
 func (x *Indexer) info(w *worker, stats map[core.Worker]core.WorkerStats) WorkerInfo {
 	x.mu.RLock()
 	spec := w.spec
-	rs := make([]*rank, 0, len(w.ranks))
-	for _, r := range w.ranks {
-		rs = append(rs, r)
-	}
+	rs := slices.Clone(w.sorted)
 	x.mu.RUnlock()
-	slices.SortFunc(rs, func(a, b *rank) int { return cmp.Compare(a.w.DPRank, b.w.DPRank) })
 	info := WorkerInfo{Spec: spec, Healthy: w.healthy.Load(), Ranks: make([]RankInfo, 0, len(rs))}
 	for _, r := range rs {
 		ri := r.info()
@@ -242,7 +253,7 @@ func (x *Indexer) rankFor(id uint64, dpRank uint32) (*worker, *rank) {
 	}
 	if r = w.ranks[dpRank]; r == nil {
 		r = newRank(core.Worker{ID: id, DPRank: dpRank}, x.opts.Now())
-		w.ranks[dpRank] = r
+		w.addRankLocked(r)
 	}
 	return w, r
 }

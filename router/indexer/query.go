@@ -89,21 +89,18 @@ func (x *Indexer) Candidates(key ModelKey) ([]Candidate, error) {
 // AppendCandidates is Candidates appending to dst.
 func (x *Indexer) AppendCandidates(dst []Candidate, key ModelKey) ([]Candidate, error) {
 	x.mu.RLock()
+	defer x.mu.RUnlock()
 	if _, ok := x.indexes[key]; !ok {
-		x.mu.RUnlock()
 		return dst, fmt.Errorf("%w: model %q tenant %q", ErrUnknownModel, key.Model, key.Tenant)
 	}
-	start := len(dst)
-	for _, w := range x.workers {
-		if w.key != key || !w.healthy.Load() {
+	for _, w := range x.members[key] {
+		if !w.healthy.Load() {
 			continue
 		}
-		for _, r := range w.ranks {
+		for _, r := range w.sorted {
 			dst = append(dst, Candidate{Worker: r.w, State: r.State()})
 		}
 	}
-	x.mu.RUnlock()
-	slices.SortFunc(dst[start:], func(a, b Candidate) int { return a.Worker.Compare(b.Worker) })
 	return dst, nil
 }
 

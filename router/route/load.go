@@ -2,6 +2,7 @@ package route
 
 import (
 	"slices"
+	"sort"
 	"time"
 
 	"github.com/kvhash/kvhash/core"
@@ -48,18 +49,22 @@ func (t *loadTable) active() int { return len(t.requests) }
 // projected is the load of w as the cost sees it for a request with these
 // sequence hashes: decode blocks are w's active blocks plus the
 // request's blocks not among them.
+//
+// A rank's active blocks are prefix-closed: each request adds its whole
+// chain of sequence hashes, and a sequence hash names its whole prefix.
+// So the request's blocks that are active form a prefix of seq, and a
+// binary search finds its length (Dynamo walks a tree of active prompts
+// for the same depth).
 func (t *loadTable) projected(w core.Worker, seq []uint64) Load {
 	rl := t.ranks[w]
 	if rl == nil {
 		return Load{DecodeBlocks: uint64(len(seq))}
 	}
-	n := uint64(len(rl.blocks))
-	for _, h := range seq {
-		if _, ok := rl.blocks[h]; !ok {
-			n++
-		}
-	}
-	return Load{PrefillTokens: rl.prefillTokens, DecodeBlocks: n}
+	depth := sort.Search(len(seq), func(i int) bool {
+		_, ok := rl.blocks[seq[i]]
+		return !ok
+	})
+	return Load{PrefillTokens: rl.prefillTokens, DecodeBlocks: uint64(len(rl.blocks) + len(seq) - depth)}
 }
 
 func (t *loadTable) add(id string, w core.Worker, prefillTokens uint64, seq []uint64, now time.Time) {

@@ -1,6 +1,7 @@
 package route
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -179,14 +180,14 @@ func (r *Router) Route(req Request) (Decision, error) {
 	newTokens := max(0, len(req.TokenIDs)-int(chosen.OverlapBlocks)*blockSize)
 	r.load.add(id, core.Worker{ID: chosen.WorkerID, DPRank: chosen.DPRank}, uint64(newTokens), seq, r.now())
 
-	slices.SortStableFunc(out, func(a, b Candidate) int {
-		switch {
-		case a.Cost < b.Cost:
-			return -1
-		case a.Cost > b.Cost:
-			return 1
+	slices.SortFunc(out, func(a, b Candidate) int {
+		if c := cmp.Compare(a.Cost, b.Cost); c != 0 {
+			return c
 		}
-		return 0
+		if c := cmp.Compare(a.WorkerID, b.WorkerID); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.DPRank, b.DPRank)
 	})
 	return Decision{
 		WorkerID: chosen.WorkerID, DPRank: chosen.DPRank, OverlapBlocks: chosen.OverlapBlocks,
