@@ -50,10 +50,11 @@ const (
 	pickleFrameMin    = 4
 )
 
-// pickler writes one pickle into buf. The memo only needs the singleton
-// strings and bytes (everything else is pickled once), so it is a short list.
+// pickler is the state of one pickle; the output buffer is passed in and
+// returned by every method (not stored here) so that a caller's stack
+// buffer does not escape to the heap. The memo only needs the singleton
+// strings and bytes (everything else is pickled once): a short list.
 type pickler struct {
-	buf        []byte
 	frameStart int // index of the current frame's reserved header
 	memoLen    uint32
 	singles    []singleton // singletons pickled so far (rare: a short list)
@@ -75,68 +76,68 @@ func (p *pickler) findSingle(isBytes bool, slot int) (uint32, bool) {
 	return 0, false
 }
 
-func (p *pickler) begin(dst []byte) {
-	p.buf = append(dst, pkProto, 5)
-	p.frameStart = len(p.buf)
-	p.buf = append(p.buf, make([]byte, pickleFrameHeader)...)
+func (p *pickler) begin(buf []byte) []byte {
+	buf = append(buf, pkProto, 5)
+	p.frameStart = len(buf)
+	return append(buf, make([]byte, pickleFrameHeader)...)
 }
 
 // commitFrame writes the current frame's header, or removes the reserved
 // header when the frame is too small to be worth one (CPython's rule).
-func (p *pickler) commitFrame() {
-	size := len(p.buf) - p.frameStart - pickleFrameHeader
+func (p *pickler) commitFrame(buf []byte) []byte {
+	size := len(buf) - p.frameStart - pickleFrameHeader
 	if size >= pickleFrameMin {
-		p.buf[p.frameStart] = pkFrame
-		binary.LittleEndian.PutUint64(p.buf[p.frameStart+1:], uint64(size))
-		return
+		buf[p.frameStart] = pkFrame
+		binary.LittleEndian.PutUint64(buf[p.frameStart+1:], uint64(size))
+		return buf
 	}
-	copy(p.buf[p.frameStart:], p.buf[p.frameStart+pickleFrameHeader:])
-	p.buf = p.buf[:len(p.buf)-pickleFrameHeader]
+	copy(buf[p.frameStart:], buf[p.frameStart+pickleFrameHeader:])
+	return buf[:len(buf)-pickleFrameHeader]
 }
 
 // boundary runs after every pickled object, as the C pickler's save() does.
-func (p *pickler) boundary() {
-	if len(p.buf)-p.frameStart-pickleFrameHeader >= pickleFrameTarget {
-		p.commitFrame()
-		p.frameStart = len(p.buf)
-		p.buf = append(p.buf, make([]byte, pickleFrameHeader)...)
+func (p *pickler) boundary(buf []byte) []byte {
+	if len(buf)-p.frameStart-pickleFrameHeader >= pickleFrameTarget {
+		buf = p.commitFrame(buf)
+		p.frameStart = len(buf)
+		buf = append(buf, make([]byte, pickleFrameHeader)...)
 	}
+	return buf
 }
 
-func (p *pickler) end() []byte {
-	p.buf = append(p.buf, pkStop)
-	p.commitFrame()
-	return p.buf
+func (p *pickler) end(buf []byte) []byte {
+	buf = append(buf, pkStop)
+	return p.commitFrame(buf)
 }
 
-func (p *pickler) memoize() {
-	p.buf = append(p.buf, pkMemoize)
+func (p *pickler) memoize(buf []byte) []byte {
 	p.memoLen++
+	return append(buf, pkMemoize)
 }
 
-func (p *pickler) get(idx uint32) {
+func (p *pickler) get(buf []byte, idx uint32) []byte {
 	if idx < 256 {
-		p.buf = append(p.buf, pkBinGet, byte(idx))
+		buf = append(buf, pkBinGet, byte(idx))
 	} else {
-		p.buf = append(p.buf, pkLongBinGet)
-		p.buf = binary.LittleEndian.AppendUint32(p.buf, idx)
+		buf = append(buf, pkLongBinGet)
+		buf = binary.LittleEndian.AppendUint32(buf, idx)
 	}
+	return buf
 }
 
-func (p *pickler) none() {
-	p.buf = append(p.buf, pkNone)
-	p.boundary()
+func (p *pickler) none(buf []byte) []byte {
+	return p.boundary(append(buf, pkNone))
 }
 
-func (p *pickler) int(v int64) {
+func (p *pickler) int(buf []byte, v int64) []byte {
 	switch {
 	case v >= 0 && v <= 0xff:
-		p.buf = append(p.buf, pkBinInt1, byte(v))
+		buf = append(buf, pkBinInt1, byte(v))
 	case v >= 0 && v <= 0xffff:
-		p.buf = append(p.buf, pkBinInt2, byte(v), byte(v>>8))
+		buf = append(buf, pkBinInt2, byte(v), byte(v>>8))
 	case v >= -1<<31 && v < 1<<31:
-		p.buf = append(p.buf, pkBinInt)
-		p.buf = binary.LittleEndian.AppendUint32(p.buf, uint32(v))
+		buf = append(buf, pkBinInt)
+		buf = binary.LittleEndian.AppendUint32(buf, uint32(v))
 	default:
 		// LONG1: the fewest little-endian two's-complement bytes that keep
 		// the sign (CPython's encode_long).
@@ -151,15 +152,15 @@ func (p *pickler) int(v int64) {
 			}
 			break
 		}
-		p.buf = append(p.buf, pkLong1, byte(n))
-		p.buf = append(p.buf, tmp[:n]...)
+		buf = append(buf, pkLong1, byte(n))
+		buf = append(buf, tmp[:n]...)
 	}
-	p.boundary()
+	return p.boundary(buf)
 }
 
 // uint32 pickles a token id: above 2^31-1 it no longer fits BININT and needs
 // a 5-byte LONG1 (the sign byte), which int handles.
-func (p *pickler) uint32(v uint32) { p.int(int64(v)) }
+func (p *pickler) uint32(buf []byte, v uint32) []byte { return p.int(buf, int64(v)) }
 
 // strSingletonSlot returns the code point of a CPython singleton str (256
 // for the empty str), or -1 when s is an ordinary object.
@@ -177,30 +178,30 @@ func strSingletonSlot(s string) int {
 	return -1
 }
 
-func (p *pickler) str(s string) {
+func (p *pickler) str(buf []byte, s string) []byte {
 	slot := strSingletonSlot(s)
 	if slot >= 0 {
 		if idx, ok := p.findSingle(false, slot); ok {
-			p.get(idx)
-			p.boundary()
-			return
+			buf = p.get(buf, idx)
+			buf = p.boundary(buf)
+			return buf
 		}
 	}
 	if len(s) < 256 {
-		p.buf = append(p.buf, pkShortBinUnicod, byte(len(s)))
+		buf = append(buf, pkShortBinUnicod, byte(len(s)))
 	} else {
-		p.buf = append(p.buf, pkBinUnicode)
-		p.buf = binary.LittleEndian.AppendUint32(p.buf, uint32(len(s)))
+		buf = append(buf, pkBinUnicode)
+		buf = binary.LittleEndian.AppendUint32(buf, uint32(len(s)))
 	}
-	p.buf = append(p.buf, s...)
-	p.memoize()
+	buf = append(buf, s...)
+	buf = p.memoize(buf)
 	if slot >= 0 {
 		p.singles = append(p.singles, singleton{slot: slot, memo: p.memoLen - 1})
 	}
-	p.boundary()
+	return p.boundary(buf)
 }
 
-func (p *pickler) bytes(b []byte) {
+func (p *pickler) bytes(buf []byte, b []byte) []byte {
 	slot := -1
 	switch len(b) {
 	case 0:
@@ -210,89 +211,90 @@ func (p *pickler) bytes(b []byte) {
 	}
 	if slot >= 0 {
 		if idx, ok := p.findSingle(true, slot); ok {
-			p.get(idx)
-			p.boundary()
-			return
+			buf = p.get(buf, idx)
+			buf = p.boundary(buf)
+			return buf
 		}
 	}
 	if len(b) < 256 {
-		p.buf = append(p.buf, pkShortBinBytes, byte(len(b)))
+		buf = append(buf, pkShortBinBytes, byte(len(b)))
 	} else {
-		p.buf = append(p.buf, pkBinBytes)
-		p.buf = binary.LittleEndian.AppendUint32(p.buf, uint32(len(b)))
+		buf = append(buf, pkBinBytes)
+		buf = binary.LittleEndian.AppendUint32(buf, uint32(len(b)))
 	}
-	p.buf = append(p.buf, b...)
-	p.memoize()
+	buf = append(buf, b...)
+	buf = p.memoize(buf)
 	if slot >= 0 {
 		p.singles = append(p.singles, singleton{isBytes: true, slot: slot, memo: p.memoLen - 1})
 	}
-	p.boundary()
+	return p.boundary(buf)
 }
 
 // tupleOpen starts a tuple of n items; tupleClose ends it after the items.
-func (p *pickler) tupleOpen(n int) {
+func (p *pickler) tupleOpen(buf []byte, n int) []byte {
 	if n > 3 {
-		p.buf = append(p.buf, pkMark)
+		buf = append(buf, pkMark)
 	}
+	return buf
 }
 
-func (p *pickler) tupleClose(n int) {
+func (p *pickler) tupleClose(buf []byte, n int) []byte {
 	switch n {
 	case 0:
-		p.buf = append(p.buf, pkEmptyTuple)
-		p.boundary()
-		return
+		buf = append(buf, pkEmptyTuple)
+		buf = p.boundary(buf)
+		return buf
 	case 1:
-		p.buf = append(p.buf, pkTuple1)
+		buf = append(buf, pkTuple1)
 	case 2:
-		p.buf = append(p.buf, pkTuple2)
+		buf = append(buf, pkTuple2)
 	case 3:
-		p.buf = append(p.buf, pkTuple3)
+		buf = append(buf, pkTuple3)
 	default:
-		p.buf = append(p.buf, pkTuple)
+		buf = append(buf, pkTuple)
 	}
-	p.memoize()
-	p.boundary()
+	buf = p.memoize(buf)
+	return p.boundary(buf)
 }
 
 // appendPickleBlock pickles (parent, tuple(tokens), tuple(extra) or None).
 func appendPickleBlock(dst []byte, parent []byte, tokens []uint32, extra []ExtraKey) []byte {
 	var p pickler
-	p.begin(dst)
-	p.tupleOpen(3)
-	p.bytes(parent)
-	p.tupleOpen(len(tokens))
+	buf := p.begin(dst)
+	buf = p.tupleOpen(buf, 3)
+	buf = p.bytes(buf, parent)
+	buf = p.tupleOpen(buf, len(tokens))
 	for _, t := range tokens {
-		p.uint32(t)
+		buf = p.uint32(buf, t)
 	}
-	p.tupleClose(len(tokens))
+	buf = p.tupleClose(buf, len(tokens))
 	if len(extra) == 0 {
-		p.none()
+		buf = p.none(buf)
 	} else {
-		p.tupleOpen(len(extra))
+		buf = p.tupleOpen(buf, len(extra))
 		for _, k := range extra {
 			switch k.Kind {
 			case ExtraString:
-				p.str(k.Text)
+				buf = p.str(buf, k.Text)
 			case ExtraMM:
-				p.tupleOpen(2)
-				p.str(k.Text)
-				p.int(k.Offset)
-				p.tupleClose(2)
+				buf = p.tupleOpen(buf, 2)
+				buf = p.str(buf, k.Text)
+				buf = p.int(buf, k.Offset)
+				buf = p.tupleClose(buf, 2)
 			case ExtraBytes:
-				p.bytes(k.Bytes)
+				buf = p.bytes(buf, k.Bytes)
 			}
 		}
-		p.tupleClose(len(extra))
+		buf = p.tupleClose(buf, len(extra))
 	}
-	p.tupleClose(3)
-	return p.end()
+	buf = p.tupleClose(buf, 3)
+	return p.end(buf)
 }
 
 // appendPickleString pickles a lone str (vLLM's NONE_HASH input).
 func appendPickleString(dst []byte, s string) []byte {
 	var p pickler
-	p.begin(dst)
-	p.str(s)
-	return p.end()
+	buf := p.begin(dst)
+	buf = p.str(buf, s)
+	return p.end(buf)
 }
