@@ -10,8 +10,7 @@ import (
 func digests(names ...byte) []Digest {
 	out := make([]Digest, len(names))
 	for i, n := range names {
-		out[i][31] = n
-		out[i][0] = 0xD0
+		out[i] = mkDigest(n, 0)
 	}
 	return out
 }
@@ -38,7 +37,7 @@ func parentOf(ids []Digest, i int) *Digest {
 func tokensOf(ids []Digest) []uint32 {
 	out := make([]uint32, len(ids))
 	for i, d := range ids {
-		out[i] = uint32(d[31])
+		out[i] = uint32(d.Bytes()[31])
 	}
 	return out
 }

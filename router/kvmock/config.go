@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/kvhash/kvhash/router/enginehash"
 )
 
 // EventFormat is how each KV event is laid out in the MessagePack batch.
@@ -51,10 +53,13 @@ type Config struct {
 	// The KV cache.
 	NumBlocks int // physical KV blocks
 	BlockSize int // tokens per block
-	// Deterministic block ids are vLLM's sha256_cbor chain from NoneHashSeed;
-	// Unstable replaces the root by 32 random bytes per process start.
-	Unstable     bool
-	NoneHashSeed string
+	// Block ids: vLLM's chain under HashAlgo (its --prefix-caching-hash-algo:
+	// sha256, sha256_cbor, xxhash, xxhash_cbor) from the root hash(HashSeed)
+	// (HashSeed plays PYTHONHASHSEED); Unstable replaces the root by 32
+	// random bytes per process start.
+	HashAlgo string
+	HashSeed string
+	Unstable bool
 	// StoreDecodeBlocks: blocks filled by generated tokens are cached and
 	// published too, as vLLM does.
 	StoreDecodeBlocks bool
@@ -89,7 +94,8 @@ func DefaultConfig() Config {
 		VocabSize:           128256,
 		NumBlocks:           16384,
 		BlockSize:           16,
-		NoneHashSeed:        DefaultNoneHashSeed,
+		HashAlgo:            "sha256_cbor",
+		HashSeed:            enginehash.DefaultVLLMSeed,
 		StoreDecodeBlocks:   true,
 		Topic:               "",
 		EventFormat:         EventFormatMap,
@@ -104,10 +110,6 @@ func DefaultConfig() Config {
 		DefaultMaxTokens:    16,
 	}
 }
-
-// DefaultNoneHashSeed is the string vLLM hashes into its root when no
-// PYTHONHASHSEED is set (since vLLM PR 51875).
-const DefaultNoneHashSeed = "vllm-none-hash"
 
 // Validate reports every bad setting at once.
 func (c *Config) Validate() error {
@@ -127,6 +129,9 @@ func (c *Config) Validate() error {
 	}
 	if c.VocabSize <= firstWordID {
 		bad("vocab size %d: must exceed %d (the reserved ids)", c.VocabSize, firstWordID)
+	}
+	if _, err := parseHashAlgo(c.HashAlgo); err != nil {
+		errs = append(errs, err)
 	}
 	switch c.EventFormat {
 	case EventFormatMap, EventFormatArray:

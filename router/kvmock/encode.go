@@ -2,9 +2,9 @@ package kvmock
 
 import (
 	"bytes"
-	"encoding/binary"
 	"fmt"
 
+	"github.com/kvhash/kvhash/router/enginehash"
 	"github.com/vmihailenco/msgpack/v5"
 )
 
@@ -20,6 +20,8 @@ const mediumGPU = "GPU"
 //	            "lora_name": nil}
 //	array event: ["BlockStored", [...], parent, [...], 16, nil, "GPU", nil,
 //	              nil, nil, nil, nil]
+//
+// A bytes hash is the whole digest (32 bytes for sha256, 16 for xxhash).
 //
 // In maps, msgspec's omit_defaults drops the fields that still hold their
 // declared default (extra_keys, group_idx, the cache-spec fields, ...) and
@@ -163,14 +165,15 @@ func (w wireEncoder) optionalHash(d *Digest) func(*msgpack.Encoder) error {
 // the int vLLM derives from it (its last 8 bytes, big-endian).
 func (w wireEncoder) writeHash(e *msgpack.Encoder, d *Digest) error {
 	if w.hashes == HashFormatBytes {
-		return e.EncodeBytes(d[:])
+		return e.EncodeBytes(d.Bytes())
 	}
 	return e.EncodeUint(WireID(*d))
 }
 
-// WireID is the u64 vLLM publishes for a digest: its last 8 bytes, big-endian.
+// WireID is the u64 vLLM publishes for a digest: its last 8 bytes,
+// big-endian (the same for all of vLLM's algorithms).
 func WireID(d Digest) uint64 {
-	return binary.BigEndian.Uint64(d[len(d)-8:])
+	return enginehash.VLLMSHA256CBOR.WireID(d)
 }
 
 func tokenList(ts []uint32) func(*msgpack.Encoder) error {

@@ -31,8 +31,7 @@ func TestEncoderMatchesMsgspec(t *testing.T) {
 	}
 	require.Len(t, want, 4)
 
-	first := digests(1, 2)
-	first[0][24] = 0xF0
+	first := []Digest{mkDigest(1, 0xF0), mkDigest(2, 0)}
 	events := []Event{
 		{Kind: EventBlockStored, Digests: first, Parent: ptr(digests(0x77)[0]), Tokens: seqTokens(300, 8)},
 		{Kind: EventBlockStored, Digests: digests(3), Tokens: seqTokens(1, 4)},

@@ -156,9 +156,13 @@ func (e *Engine) Generate(ctx context.Context, req GenRequest, emit func(Token, 
 		return Result{}, err
 	}
 	bs := e.cfg.BlockSize
+	ids, err := appendChain(nil, e.ids, e.ids.Root(), req.Prompt, bs)
+	if err != nil {
+		return Result{}, err
+	}
 	w := &waiter{
 		req:         req,
-		ids:         appendChain(nil, e.ids, e.ids.Root(), req.Prompt, bs),
+		ids:         ids,
 		maxHits:     (len(req.Prompt) - 1) / bs, // the last prompt token is always computed, as in vLLM
 		totalBlocks: e.blocksFor(req),
 		ready:       make(chan struct{}),
@@ -188,7 +192,9 @@ func (e *Engine) Generate(ctx context.Context, req GenRequest, emit func(Token, 
 		id, text := e.tok.outputToken(seed, i)
 		seq = append(seq, id)
 		if e.cfg.StoreDecodeBlocks && len(seq)%bs == 0 {
-			e.storeDecodeBlock(w, seq)
+			if err := e.storeDecodeBlock(w, seq); err != nil {
+				return res, err
+			}
 		}
 		tok := Token{Index: i, ID: id, Text: text}
 		res.Tokens = append(res.Tokens, tok)
@@ -264,14 +270,17 @@ func (e *Engine) admitLocked() {
 }
 
 // storeDecodeBlock caches the block that seq's last token just filled.
-func (e *Engine) storeDecodeBlock(w *waiter, seq []uint32) {
+func (e *Engine) storeDecodeBlock(w *waiter, seq []uint32) error {
 	bs := e.cfg.BlockSize
 	k := len(seq)/bs - 1 // the block just filled
 	parent := e.ids.Root()
 	if k > 0 {
 		parent = w.ids[k-1]
 	}
-	id := e.ids.Next(parent, seq[k*bs:])
+	id, err := e.ids.Next(parent, seq[k*bs:])
+	if err != nil {
+		return fmt.Errorf("block id of generated block %d: %w", k, err)
+	}
 	w.ids = append(w.ids, id)
 	e.mu.Lock()
 	defer e.mu.Unlock()
@@ -280,6 +289,7 @@ func (e *Engine) storeDecodeBlock(w *waiter, seq []uint32) {
 		p = &parent
 	}
 	e.cache.Store(w.alloc, k, []Digest{id}, p, seq[k*bs:])
+	return nil
 }
 
 // finish frees w's slot and blocks and lets the next requests in.

@@ -13,7 +13,7 @@ import (
 func newTestEngine(t *testing.T, cfg Config) (*Engine, *recordSink) {
 	t.Helper()
 	sink := &recordSink{}
-	e, err := NewEngine(cfg, testIDs{root: Digest{0xAB}}, sink)
+	e, err := NewEngine(cfg, newTestIDs(), sink)
 	require.NoError(t, err)
 	return e, sink
 }
@@ -60,12 +60,13 @@ func TestEngineLastPromptTokenIsAlwaysComputed(t *testing.T) {
 func TestEngineEventsForPromptAndDecodeBlocks(t *testing.T) {
 	cfg := testConfig()
 	e, sink := newTestEngine(t, cfg)
-	ids := testIDs{root: Digest{0xAB}}
+	ids := newTestIDs()
 	prompt := seqTokens(100, 6) // one full block, two tokens spare
 	res := run(t, e, prompt, 6) // fills block 2 (tokens 4..7) and block 3 (8..11)
 
 	seq := append(append([]uint32(nil), prompt...), tokenIDs(res.Tokens)...)
-	chain := appendChain(nil, ids, ids.Root(), seq, 4)
+	chain, err := appendChain(nil, ids, ids.Root(), seq, 4)
+	require.NoError(t, err)
 	require.Len(t, chain, 3)
 	assert.Equal(t, []Event{
 		{Kind: EventBlockStored, Digests: chain[0:1], Tokens: seq[0:4]},

@@ -1,7 +1,10 @@
 package kvmock
 
-// Digest is an engine block id: a 32-byte sha256 digest of vLLM's chain.
-type Digest [32]byte
+import "github.com/kvhash/kvhash/router/enginehash"
+
+// Digest is an engine block id: one digest of vLLM's chain (32 bytes for
+// the sha256 algorithms, 16 for xxhash), as router/enginehash computes it.
+type Digest = enginehash.Digest
 
 // EventKind says which vLLM KV event an Event is.
 type EventKind uint8

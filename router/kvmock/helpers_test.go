@@ -4,6 +4,8 @@ import (
 	"crypto/sha256"
 	"encoding/binary"
 	"sync"
+
+	"github.com/kvhash/kvhash/router/enginehash"
 )
 
 // testIDs is a stand-in block namer for tests of the cache and engine,
@@ -13,18 +15,31 @@ type testIDs struct{ root Digest }
 
 func (t testIDs) Root() Digest { return t.root }
 
-func (t testIDs) Next(parent Digest, tokens []uint32) Digest {
+func (t testIDs) Next(parent Digest, tokens []uint32) (Digest, error) {
 	h := sha256.New()
-	h.Write(parent[:])
+	h.Write(parent.Bytes())
 	var b [4]byte
 	for _, tok := range tokens {
 		binary.LittleEndian.PutUint32(b[:], tok)
 		h.Write(b[:])
 	}
-	var d Digest
-	copy(d[:], h.Sum(nil))
+	return enginehash.DigestFromBytes(h.Sum(nil))
+}
+
+// mkDigest is a 32-byte digest: 0xD0, zeros, then last at byte 31, with
+// byte 24 set to b24 (to give the wire id its top bit).
+func mkDigest(last, b24 byte) Digest {
+	var b [32]byte
+	b[0], b[24], b[31] = 0xD0, b24, last
+	d, err := enginehash.DigestFromBytes(b[:])
+	if err != nil {
+		panic(err)
+	}
 	return d
 }
+
+// newTestIDs is the test namer with a fixed root.
+func newTestIDs() testIDs { return testIDs{root: mkDigest(0xAB, 0xAB)} }
 
 // recordSink keeps every event it receives.
 type recordSink struct {

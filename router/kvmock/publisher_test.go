@@ -169,11 +169,10 @@ func toU64(t *testing.T, v any) uint64 {
 }
 
 func TestPublisherWireFormats(t *testing.T) {
-	stored := Event{Kind: EventBlockStored, Digests: digests(1, 2), Parent: ptr(digests(0x77)[0]), Tokens: seqTokens(300, 8)}
+	// The first digest's wire id has its top bit set: an int hash needs the full u64.
+	stored := Event{Kind: EventBlockStored, Digests: []Digest{mkDigest(1, 0xF0), mkDigest(2, 0)}, Parent: ptr(digests(0x77)[0]), Tokens: seqTokens(300, 8)}
 	removed := Event{Kind: EventBlockRemoved, Digests: digests(2)}
 	cleared := Event{Kind: EventAllBlocksCleared}
-	// Digest ids whose top bit is set, so an int hash needs the full u64.
-	stored.Digests[0][24] = 0xF0
 
 	for _, format := range []EventFormat{EventFormatMap, EventFormatArray} {
 		for _, hashes := range []HashFormat{HashFormatInt, HashFormatBytes} {
