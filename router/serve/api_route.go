@@ -1,0 +1,97 @@
+package serve
+
+import (
+	"errors"
+	"net/http"
+	"time"
+
+	"github.com/kvhash/kvhash/core"
+	"github.com/kvhash/kvhash/router/indexer"
+	"github.com/kvhash/kvhash/router/route"
+)
+
+// routeRequest is POST /v1/route.
+type routeRequest struct {
+	Model                string          `json:"model"`
+	Tenant               string          `json:"tenant"`
+	TokenIDs             []uint32        `json:"token_ids"`
+	LoraName             string          `json:"lora_name"`
+	CacheSalt            string          `json:"cache_salt"`
+	RequestID            string          `json:"request_id"`
+	RouterConfigOverride *route.Override `json:"router_config_override"`
+}
+
+// decodeRouteRequest is the body decoder of POST /v1/route.
+func decodeRouteRequest(body []byte, maxTokens int) (route.Request, error) {
+	var req routeRequest
+	if err := decodeStrict(body, &req); err != nil {
+		return route.Request{}, err
+	}
+	if err := requireFields(field("model", req.Model != ""), field("token_ids", req.TokenIDs != nil)); err != nil {
+		return route.Request{}, err
+	}
+	if err := checkTokens(len(req.TokenIDs), maxTokens); err != nil {
+		return route.Request{}, err
+	}
+	return route.Request{
+		Model: req.Model, Tenant: req.Tenant, TokenIDs: req.TokenIDs, LoraName: req.LoraName,
+		CacheSalt: req.CacheSalt, RequestID: req.RequestID, Override: req.RouterConfigOverride,
+	}, nil
+}
+
+func (s *Server) postRoute(w http.ResponseWriter, r *http.Request) error {
+	start := time.Now()
+	body, err := readBody(w, r, s.cfg.Limits.MaxBodyBytes)
+	if err != nil {
+		return err
+	}
+	req, err := decodeRouteRequest(body, s.cfg.Limits.MaxTokens)
+	if err != nil {
+		return err
+	}
+	d, err := s.rt.Route(req)
+	if err != nil {
+		s.m.routes.WithLabelValues("error").Inc()
+		return routeError(err)
+	}
+	s.m.routes.WithLabelValues("ok").Inc()
+	s.m.routeOverlap.Observe(float64(d.OverlapBlocks))
+	writeJSON(w, http.StatusOK, d)
+	s.m.routeLatency.Observe(time.Since(start).Seconds())
+	return nil
+}
+
+// routeError maps the router's errors onto statuses.
+func routeError(err error) error {
+	switch {
+	case errors.Is(err, indexer.ErrUnknownModel):
+		return notFound("model_not_found", "%v", err)
+	case errors.Is(err, route.ErrInvalidParams):
+		return badRequest("invalid_router_config_override", "%v", err)
+	case errors.Is(err, route.ErrDuplicateRequest):
+		return conflict("duplicate_request_id", "%v", err)
+	case errors.Is(err, route.ErrNoCandidates):
+		return unavailable("no_worker", "%v", err)
+	case errors.Is(err, core.ErrInvalidArgument):
+		return badRequest("invalid_value", "%v", err)
+	}
+	return err
+}
+
+func (s *Server) postPrefillDone(w http.ResponseWriter, r *http.Request) error {
+	id := r.PathValue("request_id")
+	if !s.rt.PrefillDone(id) {
+		return notFound("unknown_request", "request %q is not active (never routed, freed or expired)", id)
+	}
+	writeJSON(w, http.StatusOK, map[string]string{"request_id": id, "status": "prefill_done"})
+	return nil
+}
+
+func (s *Server) deleteRequest(w http.ResponseWriter, r *http.Request) error {
+	id := r.PathValue("request_id")
+	if !s.rt.Free(id) {
+		return notFound("unknown_request", "request %q is not active (never routed, freed or expired)", id)
+	}
+	writeJSON(w, http.StatusOK, map[string]string{"request_id": id, "status": "freed"})
+	return nil
+}

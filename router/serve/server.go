@@ -1,0 +1,218 @@
+// Package serve is kvrouter's service: the HTTP API (kvrouter's own and
+// Dynamo's standalone indexer's), Prometheus metrics, health, snapshots,
+// and the wiring of ingest, indexer and route.
+package serve
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/kvhash/kvhash/core"
+	"github.com/kvhash/kvhash/router/config"
+	"github.com/kvhash/kvhash/router/indexer"
+	"github.com/kvhash/kvhash/router/ingest"
+	"github.com/kvhash/kvhash/router/route"
+)
+
+// Options configure a Server.
+type Options struct {
+	Config config.Config
+	// Logger: nil discards.
+	Logger *slog.Logger
+	// NewIngest builds the ZeroMQ side; nil: HTTP publishers only.
+	NewIngest NewIngestFunc
+	// Now is the clock of the indexer and router (tests); nil: time.Now.
+	Now func() time.Time
+}
+
+// Server is one kvrouter: the indexer, the router, the ingest layer and
+// the HTTP handler over them. Start it, serve Handler(), Shutdown it.
+type Server struct {
+	cfg    config.Config
+	log    *slog.Logger
+	ix     *indexer.Indexer
+	rt     *route.Router
+	ing    Ingest // nil without ZeroMQ
+	reg    *prometheus.Registry
+	m      *metrics
+	mux    *http.ServeMux
+	routes http.Handler
+
+	// mu serializes registry changes (the indexer's registration and the
+	// subscriptions of its ranks move together) and guards endpoints.
+	mu        sync.Mutex
+	endpoints map[uint64]map[uint32]rankStream
+
+	ready struct {
+		config, subscriptions, snapshot atomic.Bool
+	}
+	stop     chan struct{}
+	stopOnce sync.Once
+	loops    sync.WaitGroup
+}
+
+// rankStream is where one rank publishes.
+type rankStream struct {
+	Endpoint, Replay string
+}
+
+// New builds a Server; it serves nothing until Start.
+func New(opts Options) (*Server, error) {
+	cfg := opts.Config
+	if err := cfg.Validate(); err != nil {
+		return nil, fmt.Errorf("serve: %w", err)
+	}
+	log := opts.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	s := &Server{cfg: cfg, log: log, endpoints: map[uint64]map[uint32]rankStream{}, stop: make(chan struct{})}
+	mode, err := stabilityMode(cfg.Index.StabilityMode)
+	if err != nil {
+		return nil, err
+	}
+	ix, err := indexer.New(indexer.Options{
+		BlockSize:        cfg.BlockSize,
+		Mode:             mode,
+		IndexMedia:       cfg.Index.Media,
+		DegradedSettle:   cfg.Index.DegradedSettle,
+		QuarantineSettle: cfg.Index.QuarantineSettle,
+		// Bound late: the ingest layer is built over the indexer.
+		Replay: indexer.ReplayFunc(s.requestReplay),
+		Logger: log,
+		Now:    opts.Now,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("serve: %w", err)
+	}
+	s.ix = ix
+	params := route.Params{
+		OverlapScoreCredit: cfg.Routing.OverlapScoreCredit,
+		PrefillLoadScale:   cfg.Routing.PrefillLoadScale,
+		Temperature:        cfg.Routing.Temperature,
+	}
+	if s.rt, err = route.New(ix, route.Options{Params: &params, RequestTTL: cfg.Routing.RequestTTL, Now: opts.Now}); err != nil {
+		return nil, fmt.Errorf("serve: %w", err)
+	}
+	if opts.NewIngest != nil {
+		if s.ing, err = opts.NewIngest(ix, log); err != nil {
+			return nil, fmt.Errorf("serve: ingest: %w", err)
+		}
+	}
+	s.reg, s.m = newMetrics(s)
+	s.routes = s.buildHandler()
+	s.ready.config.Store(true)
+	return s, nil
+}
+
+func stabilityMode(name string) (core.Mode, error) {
+	switch name {
+	case "":
+		return core.ModeFromEnvironment, nil
+	case "warn":
+		return core.ModeWarn, nil
+	case "enforce":
+		return core.ModeEnforce, nil
+	}
+	return 0, fmt.Errorf("serve: stability mode %q: want warn or enforce", name)
+}
+
+// Indexer and Router expose the server's parts (tests, benchmarks).
+func (s *Server) Indexer() *indexer.Indexer { return s.ix }
+
+// Router is the server's router.
+func (s *Server) Router() *route.Router { return s.rt }
+
+// Handler is the HTTP API.
+func (s *Server) Handler() http.Handler { return s.routes }
+
+// Start loads the snapshot, registers the config's workers, binds the
+// bound endpoint and starts the periodic loops. Errors of one worker are
+// logged and the rest go on; a bind failure is returned.
+func (s *Server) Start() error {
+	s.loadSnapshot()
+	for _, w := range s.cfg.Workers {
+		spec := indexer.WorkerSpec{
+			WorkerID: w.WorkerID, Model: w.Model, Tenant: w.Tenant, Endpoint: w.Endpoint,
+			ReplayEndpoint: w.ReplayEndpoint, DPSize: w.DPSize, Topic: w.Topic, BaseURL: w.BaseURL,
+		}
+		if _, err := s.addWorker(spec); err != nil {
+			s.log.Error("kvrouter: a worker of the config could not be registered", "worker_id", w.WorkerID, "error", err)
+		}
+	}
+	if s.cfg.Bind != "" {
+		b, ok := s.ing.(Binder)
+		if !ok {
+			return errors.New("serve: --bind needs an ingest layer that binds")
+		}
+		if err := b.Bind(s.cfg.Bind, s.cfg.BindModel); err != nil {
+			return fmt.Errorf("serve: bind %s: %w", s.cfg.Bind, err)
+		}
+		s.log.Info("kvrouter: bound for engines to connect", "endpoint", s.cfg.Bind)
+	}
+	s.ready.subscriptions.Store(true)
+	s.loops.Add(1)
+	go s.expiryLoop()
+	if s.cfg.Snapshot.Path != "" && s.cfg.Snapshot.Interval > 0 {
+		s.loops.Add(1)
+		go s.snapshotLoop()
+	}
+	return nil
+}
+
+// Shutdown stops the loops and the subscribers, then writes the
+// snapshot. Stop the HTTP server first so no request races the snapshot.
+func (s *Server) Shutdown(ctx context.Context) error {
+	var errs []error
+	s.stopOnce.Do(func() {
+		close(s.stop)
+		done := make(chan struct{})
+		go func() { s.loops.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-ctx.Done():
+			errs = append(errs, fmt.Errorf("serve: waiting for the loops: %w", ctx.Err()))
+		}
+		if s.ing != nil {
+			if err := s.ing.Close(); err != nil {
+				errs = append(errs, fmt.Errorf("serve: closing ingest: %w", err))
+			}
+		}
+		if err := s.writeSnapshot(); err != nil {
+			errs = append(errs, err)
+		}
+	})
+	return errors.Join(errs...)
+}
+
+// expiryLoop frees requests never freed, so an idle router releases load.
+func (s *Server) expiryLoop() {
+	defer s.loops.Done()
+	t := time.NewTicker(time.Second)
+	defer t.Stop()
+	for {
+		select {
+		case <-s.stop:
+			return
+		case <-t.C:
+			s.rt.Expire()
+		}
+	}
+}
+
+// requestReplay is the indexer's ReplayRequester: the ingest layer's.
+func (s *Server) requestReplay(src ingest.Source, fromSeq uint64) error {
+	if s.ing == nil {
+		return errors.New("no ZeroMQ ingest layer: nothing to replay from")
+	}
+	s.m.replayRequests.Inc()
+	return s.ing.RequestReplay(src, fromSeq)
+}
