@@ -29,7 +29,9 @@ func (d *decoder) uv() uint64 {
 		return 0
 	}
 	v, n := binary.Uvarint(d.b)
-	if n <= 0 {
+	if n <= 0 || n > 1 && d.b[n-1] == 0 {
+		// A last byte of 0 is an overlong form: one encoding per value,
+		// so a decoded snapshot re-encodes to the same bytes.
 		d.fail("bad varint")
 		return 0
 	}
