@@ -119,3 +119,9 @@ func newRequest(t *testing.T, method, path string) *http.Request {
 	t.Helper()
 	return httptest.NewRequestWithContext(t.Context(), method, path, nil)
 }
+
+func jsonUnmarshalNumber(b []byte, v any) error {
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.UseNumber()
+	return dec.Decode(v)
+}
