@@ -169,8 +169,8 @@ func TestStatsJSON(t *testing.T) {
 	require.Error(t, x.ApplyRemoved(Worker{ID: math.MaxUint64, DPRank: 1}, 2, []uint64{9}))
 	got, err := json.Marshal(x.Stats())
 	require.NoError(t, err)
-	zero := `{"parent_not_found":0,"block_not_found":0,"hash_mismatch":0,"self_reference":0,"duplicate_store":0}`
-	one := `{"parent_not_found":0,"block_not_found":1,"hash_mismatch":0,"self_reference":0,"duplicate_store":0}`
+	zero := `{"parent_not_found":0,"block_not_found":0,"hash_mismatch":0,"self_reference":0,"duplicate_store":0,"name_reused":0}`
+	one := `{"parent_not_found":0,"block_not_found":1,"hash_mismatch":0,"self_reference":0,"duplicate_store":0,"name_reused":0}`
 	assert.Equal(t, `{"mode":"enforce","nodes":2,"violations":`+one+`,"workers":[`+
 		`{"worker_id":7,"dp_rank":0,"blocks":2,"unstable":false,"violations":`+zero+`},`+
 		`{"worker_id":18446744073709551615,"dp_rank":1,"blocks":0,"unstable":true,"violations":`+one+`}]}`, string(got))

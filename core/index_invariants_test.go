@@ -90,6 +90,11 @@ func checkInvariants(x *Index) error {
 		if err != nil {
 			return err
 		}
+		for n := range ws.ghosts {
+			if t.node(n).flags&flagLive == 0 || !t.node(n).set.has(&t.bitsets, uint32(wi)) {
+				return fmt.Errorf("%v holds node %d unnamed, but the node does not list it", ws.w, n)
+			}
+		}
 		if err := checkNameTable(&ws.lookup); err != nil {
 			return fmt.Errorf("%v: %w", ws.w, err)
 		}
@@ -111,7 +116,8 @@ func checkInvariants(x *Index) error {
 }
 
 // checkSet verifies node n's worker set: members sorted (inline) or
-// counted (bitset), every member a live worker whose lookup names n.
+// counted (bitset), every member a live worker whose lookup names n or
+// that holds n unnamed (a ghost), not both.
 func checkSet(t *tree, n uint32) error {
 	s := t.node(n).set
 	if s.n == 0 {
@@ -134,8 +140,10 @@ func checkSet(t *tree, n uint32) error {
 		if int(wi) >= len(t.workers) || !t.workers[wi].live {
 			return fmt.Errorf("node %d is held by dead worker %d", n, wi)
 		}
-		if got, ok := t.workers[wi].lookup.get(t.name(n, wi)); !ok || got != n {
-			return fmt.Errorf("node %d: holder %v does not name it", n, t.workers[wi].w)
+		got, named := t.workers[wi].lookup.get(t.name(n, wi))
+		named = named && got == n
+		if named == t.isGhost(wi, n) {
+			return fmt.Errorf("node %d: holder %v names it %v, holds it unnamed %v (want exactly one)", n, t.workers[wi].w, named, t.isGhost(wi, n))
 		}
 	}
 	return nil

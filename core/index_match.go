@@ -55,7 +55,11 @@ type scored struct{ wi, score uint32 }
 // intersected with the block's holders, and a worker that drops out
 // scores the depth reached. Sets of more than three workers intersect as
 // bitsets, smaller ones as lists.
-func (t *tree) appendMatches(dst []Match, q []uint64, earlyExit bool, sc *matchScratch) []Match {
+//
+// earlyExit does not change the answer: Dynamo 1.6.1 reports the full
+// depth of the last worker left, so the walk goes on for it (one
+// membership test a block, the cheapest part of a match).
+func (t *tree) appendMatches(dst []Match, q []uint64, _ bool, sc *matchScratch) []Match {
 	cur := t.child(rootNode, q[0])
 	if cur == noNode {
 		return dst
@@ -72,7 +76,7 @@ func (t *tree) appendMatches(dst []Match, q []uint64, earlyExit bool, sc *matchS
 		sc.small = append(sc.small[:0], set.w[:set.n]...)
 		count = set.n
 	}
-	for int(depth) < len(q) && !(earlyExit && count == 1) {
+	for int(depth) < len(q) {
 		next := t.child(cur, q[depth])
 		if next == noNode {
 			break
@@ -161,7 +165,7 @@ func (t *tree) appendScored(dst []Match, sc *matchScratch) []Match {
 		}
 		for _, e := range s {
 			ws := &t.workers[e.wi]
-			dst = append(dst, Match{Worker: ws.w, Score: e.score, TreeSize: uint64(ws.lookup.len())})
+			dst = append(dst, Match{Worker: ws.w, Score: e.score, TreeSize: ws.blocks()})
 		}
 		return dst
 	}
@@ -174,7 +178,7 @@ func (t *tree) appendScored(dst []Match, sc *matchScratch) []Match {
 	for _, wi := range t.order {
 		if s := sc.byIndex[wi]; s != 0 {
 			ws := &t.workers[wi]
-			dst = append(dst, Match{Worker: ws.w, Score: s, TreeSize: uint64(ws.lookup.len())})
+			dst = append(dst, Match{Worker: ws.w, Score: s, TreeSize: ws.blocks()})
 			sc.byIndex[wi] = 0
 		}
 	}

@@ -6,8 +6,9 @@ import (
 
 // model is the deliberately naive index the property tests compare the
 // real one with: pointer nodes, a map of children per node, a map of
-// holders (worker -> its name for the node) per node, a map per worker.
-// It follows docs/index.md's semantics step by step and is slow.
+// holders (worker -> its name for the node) and a set of unnamed holders
+// (ghosts) per node, a map per worker. It follows docs/index.md's
+// semantics step by step and is slow.
 type model struct {
 	root    *mnode
 	nodes   int
@@ -21,11 +22,18 @@ type mnode struct {
 	parent          *mnode // nil: detached (or the root)
 	children        map[uint64]*mnode
 	holders         map[*mworker]uint64
+	ghosts          map[*mworker]bool
+}
+
+func (n *mnode) held(ws *mworker) bool {
+	_, named := n.holders[ws]
+	return named || n.ghosts[ws]
 }
 
 type mworker struct {
 	w          Worker
 	lookup     map[uint64]*mnode
+	ghosts     map[*mnode]bool // nodes held without a name
 	unstable   bool
 	violations [NumViolations]uint64
 }
@@ -43,7 +51,7 @@ func newModel() *model {
 func (m *model) worker(w Worker) *mworker {
 	ws := m.workers[w]
 	if ws == nil {
-		ws = &mworker{w: w, lookup: map[uint64]*mnode{}}
+		ws = &mworker{w: w, lookup: map[uint64]*mnode{}, ghosts: map[*mnode]bool{}}
 		m.workers[w] = ws
 	}
 	return ws
@@ -61,16 +69,13 @@ func (m *model) violate(ws *mworker, out *[]mviolation, kind Violation, hash uin
 func (m *model) stored(w Worker, parent *uint64, blocks []StoredBlock) []mviolation {
 	var out []mviolation
 	ws := m.worker(w)
-	seen := map[uint64]bool{}
 	if parent != nil {
-		seen[*parent] = true
-	}
-	for _, b := range blocks {
-		if seen[b.BlockHash] {
-			m.violate(ws, &out, ViolationSelfReference, b.BlockHash)
-			return out
+		for _, b := range blocks {
+			if b.BlockHash == *parent {
+				m.violate(ws, &out, ViolationSelfReference, b.BlockHash)
+				return out
+			}
 		}
-		seen[b.BlockHash] = true
 	}
 	cur := m.root
 	if parent != nil {
@@ -92,7 +97,7 @@ func (m *model) stored(w Worker, parent *uint64, blocks []StoredBlock) []mviolat
 			n = old
 		} else {
 			n = &mnode{external: b.BlockHash, local: b.TokensHash, parent: cur,
-				children: map[uint64]*mnode{}, holders: map[*mworker]uint64{}}
+				children: map[uint64]*mnode{}, holders: map[*mworker]uint64{}, ghosts: map[*mworker]bool{}}
 			cur.children[b.TokensHash] = n
 			m.nodes++
 		}
@@ -101,11 +106,16 @@ func (m *model) stored(w Worker, parent *uint64, blocks []StoredBlock) []mviolat
 			m.violate(ws, &out, ViolationDuplicateStore, b.BlockHash)
 		} else {
 			if old := ws.lookup[b.BlockHash]; old != nil && old != n {
-				m.release(ws, old)
+				// The name moves; the worker keeps the old block unnamed.
+				m.violate(ws, &out, ViolationNameReused, b.BlockHash)
+				delete(old.holders, ws)
+				old.ghosts[ws], ws.ghosts[old] = true, true
 			}
 			if holds {
 				delete(ws.lookup, name)
 			}
+			delete(n.ghosts, ws)
+			delete(ws.ghosts, n)
 			n.holders[ws] = b.BlockHash
 			ws.lookup[b.BlockHash] = n
 		}
@@ -122,9 +132,13 @@ func (m *model) top(n *mnode) *mnode {
 }
 
 func (m *model) release(ws *mworker, n *mnode) {
-	delete(ws.lookup, n.holders[ws])
+	if name, named := n.holders[ws]; named {
+		delete(ws.lookup, name)
+	}
 	delete(n.holders, ws)
-	if len(n.holders) > 0 {
+	delete(n.ghosts, ws)
+	delete(ws.ghosts, n)
+	if len(n.holders) > 0 || len(n.ghosts) > 0 {
 		return
 	}
 	if n.parent != nil {
@@ -156,6 +170,9 @@ func (m *model) clear(ws *mworker) {
 	for _, n := range ws.lookup {
 		m.release(ws, n)
 	}
+	for n := range ws.ghosts {
+		m.release(ws, n)
+	}
 	ws.unstable = false
 }
 
@@ -179,8 +196,9 @@ func (m *model) removeWorker(id uint64) {
 }
 
 // matches scores each worker by the consecutive query blocks it holds
-// from the root; earlyExit stops once a single worker is left.
-func (m *model) matches(q []uint64, earlyExit bool) []Match {
+// (named or not) from the root; earlyExit changes nothing, as in Dynamo
+// 1.6.1.
+func (m *model) matches(q []uint64, _ bool) []Match {
 	if len(q) == 0 {
 		return nil
 	}
@@ -190,18 +208,20 @@ func (m *model) matches(q []uint64, earlyExit bool) []Match {
 		return nil
 	}
 	var active []*mworker
-	for ws := range n.holders {
-		active = append(active, ws)
+	for _, ws := range m.workers {
+		if n.held(ws) {
+			active = append(active, ws)
+		}
 	}
 	depth := uint32(1)
-	for int(depth) < len(q) && !(earlyExit && len(active) == 1) {
+	for int(depth) < len(q) {
 		next := n.children[q[depth]]
 		if next == nil {
 			break
 		}
 		var kept []*mworker
 		for _, ws := range active {
-			if _, ok := next.holders[ws]; ok {
+			if next.held(ws) {
 				kept = append(kept, ws)
 			} else {
 				scores[ws] = depth
@@ -219,7 +239,7 @@ func (m *model) matches(q []uint64, earlyExit bool) []Match {
 	}
 	var out []Match
 	for ws, s := range scores {
-		out = append(out, Match{Worker: ws.w, Score: s, TreeSize: uint64(len(ws.lookup))})
+		out = append(out, Match{Worker: ws.w, Score: s, TreeSize: uint64(len(ws.lookup) + len(ws.ghosts))})
 	}
 	slices.SortFunc(out, func(a, b Match) int { return a.Worker.Compare(b.Worker) })
 	return out
@@ -228,7 +248,7 @@ func (m *model) matches(q []uint64, earlyExit bool) []Match {
 func (m *model) stats() Stats {
 	s := Stats{Nodes: uint64(m.nodes), Violations: m.totals}
 	for _, ws := range m.workers {
-		s.Workers = append(s.Workers, WorkerStats{Worker: ws.w, Blocks: uint64(len(ws.lookup)), Unstable: ws.unstable, Violations: ws.violations})
+		s.Workers = append(s.Workers, WorkerStats{Worker: ws.w, Blocks: uint64(len(ws.lookup) + len(ws.ghosts)), Unstable: ws.unstable, Violations: ws.violations})
 	}
 	slices.SortFunc(s.Workers, func(a, b WorkerStats) int { return a.Worker.Compare(b.Worker) })
 	return s

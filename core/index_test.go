@@ -52,17 +52,23 @@ func TestStoreAndFindMatches(t *testing.T) {
 	assert.Equal(t, uint64(4), x.Stats().Nodes)
 }
 
-func TestEarlyExitStopsAtOneWorker(t *testing.T) {
+// earlyExit changes no score: Dynamo 1.6.1 counts the last worker left
+// to its full depth (issue 10, item 15: kvhash used to stop there).
+func TestEarlyExitCountsTheLastWorkerFully(t *testing.T) {
 	x := NewIndex(IndexOptions{Mode: ModeWarn})
-	require.NoError(t, x.ApplyStored(w1, 1, nil, blocksOf(100, 10, 110, 11, 120, 12, 130, 13)))
+	require.NoError(t, x.ApplyStored(w1, 1, nil, blocksOf(100, 10, 110, 11, 120, 12, 130, 13, 140, 14)))
+	q := []uint64{10, 11, 12, 13, 14}
+	assert.Equal(t, map[Worker]uint32{w1: 5}, scoresOf(x, q, true), "one worker holding 5 blocks: Dynamo says 5")
+	assert.Equal(t, map[Worker]uint32{w1: 3}, scoresOf(x, q[:3], true))
+	assert.Equal(t, map[Worker]uint32{w1: 2}, scoresOf(x, []uint64{10, 11, 99, 13}, true))
+
 	require.NoError(t, x.ApplyStored(w2, 1, nil, blocksOf(100, 10, 110, 11)))
-	q := []uint64{10, 11, 12, 13}
-	assert.Equal(t, map[Worker]uint32{w1: 4, w2: 2}, scoresOf(x, q, false))
-	// Two workers match blocks 0 and 1; after block 2 only w1 is left and
-	// the walk stops.
-	assert.Equal(t, map[Worker]uint32{w1: 3, w2: 2}, scoresOf(x, q, true))
+	require.NoError(t, x.ApplyStored(w3, 1, nil, blocksOf(100, 10)))
+	for _, early := range []bool{false, true} {
+		assert.Equal(t, map[Worker]uint32{w1: 5, w2: 2, w3: 1}, scoresOf(x, q, early), "earlyExit %v", early)
+	}
 	require.NoError(t, x.ApplyRemoved(w2, 2, []uint64{100, 110}))
-	assert.Equal(t, map[Worker]uint32{w1: 1}, scoresOf(x, q, true))
+	assert.Equal(t, map[Worker]uint32{w1: 5, w3: 1}, scoresOf(x, q, true))
 }
 
 func TestScoresCountConsecutiveBlocksOnly(t *testing.T) {
@@ -210,28 +216,30 @@ func TestEnforceModeReturnsEveryViolation(t *testing.T) {
 	require.NoError(t, x.ApplyStored(w2, 4, nil, blocksOf(200, 10)))
 }
 
+// A block whose hash is the store's parent hash rejects the whole store,
+// wherever it stands in the store, as in Dynamo ("Invalid block
+// sequence"); the tree is unchanged.
 func TestSelfReferenceIsRejected(t *testing.T) {
-	x := NewIndex(IndexOptions{Mode: ModeWarn})
-	require.NoError(t, x.ApplyStored(w1, 1, nil, blocksOf(100, 10)))
-	long := blocksOf(100, 10)
+	long := make([]StoredBlock, 0, 41)
 	for i := range uint64(40) {
 		long = append(long, StoredBlock{BlockHash: 1000 + i, TokensHash: i})
 	}
-	long = append(long, StoredBlock{BlockHash: 1005, TokensHash: 5})
-	for name, tc := range map[string]struct {
-		parent *uint64
-		blocks []StoredBlock
-		hash   uint64
-	}{
-		"block equals parent":      {u64(100), blocksOf(100, 11), 100},
-		"repeated block":           {nil, blocksOf(300, 30, 310, 31, 300, 32), 300},
-		"repeated in a long store": {u64(100), long[1:], 1005},
+	long = append(long, StoredBlock{BlockHash: 100, TokensHash: 99})
+	for name, tc := range map[string][]StoredBlock{
+		"first block":             blocksOf(100, 11),
+		"second block":            blocksOf(700, 11, 100, 12),
+		"last of a long store":    long,
+		"twice, and a repeat too": blocksOf(100, 11, 100, 12),
 	} {
 		t.Run(name, func(t *testing.T) {
-			err := x.ApplyStored(w1, 2, tc.parent, tc.blocks)
+			x := NewIndex(IndexOptions{Mode: ModeWarn})
+			require.NoError(t, x.ApplyStored(w1, 1, nil, blocksOf(100, 10)))
+			err := x.ApplyStored(w1, 2, u64(100), tc)
 			require.ErrorIs(t, err, ErrEventRejected)
-			assert.Equal(t, []StabilityError{{Kind: ViolationSelfReference, Worker: w1, EventID: 2, Hash: tc.hash}}, stabilityErrors(t, err))
+			assert.Equal(t, []StabilityError{{Kind: ViolationSelfReference, Worker: w1, EventID: 2, Hash: 100}}, stabilityErrors(t, err))
 			assert.Equal(t, uint64(1), x.Stats().Nodes, "tree unchanged")
+			assert.Equal(t, map[Worker]uint32{w1: 1}, scoresOf(x, []uint64{10, 11, 12}, false))
+			require.NoError(t, checkInvariants(x))
 		})
 	}
 }

@@ -1,7 +1,6 @@
 package core
 
 import (
-	"math/bits"
 	"slices"
 )
 
@@ -32,18 +31,27 @@ type tree struct {
 	// top of the current store's chain, cached for the cycle check.
 	topCache uint32
 	topValid bool
-	seen     hashSet // scratch for the self-reference check
 }
 
 // wstate is one worker rank: its lookup from its external hashes to the
-// nodes it holds (exactly one hash per held node), and its stats.
+// nodes it holds by name (exactly one hash per such node), the nodes it
+// holds without a name (ghosts), and its stats.
 type wstate struct {
 	w          Worker
 	live       bool
 	unstable   bool
 	lookup     nameTable
 	violations [NumViolations]uint64
+	// ghosts are nodes the worker still holds after it reused their name
+	// for another block (ViolationNameReused), as Dynamo keeps them: no
+	// event can remove them, a clear does. nil for healthy workers.
+	ghosts map[uint32]struct{}
 }
+
+// blocks is the worker's tree size: every block it holds, named or not,
+// including those in detached subtrees (which it does hold, though no
+// query reaches them until a store re-attaches them).
+func (ws *wstate) blocks() uint64 { return uint64(ws.lookup.len() + len(ws.ghosts)) }
 
 func aliasKey(n, wi uint32) uint64 { return uint64(n)<<32 | uint64(wi) }
 
@@ -107,81 +115,49 @@ func (t *tree) violation(wi uint32, r *report, kind Violation, hash, nodeHash ui
 	r.add(kind, hash, nodeHash)
 }
 
-// selfReference returns a hash that the store repeats, if any: a block
-// equal to its parent or to another block of the store.
-func (t *tree) selfReference(parent *uint64, blocks []StoredBlock) (uint64, bool) {
-	if len(blocks) <= 16 {
-		for i := range blocks {
-			h := blocks[i].BlockHash
-			if parent != nil && h == *parent {
-				return h, true
-			}
-			for j := range i {
-				if blocks[j].BlockHash == h {
-					return h, true
-				}
-			}
-		}
+// selfReference returns a block hash of the store equal to its parent
+// hash, if any: such a store cannot describe a chain, and Dynamo rejects
+// it whole. (A hash repeated among the blocks is applied, as Dynamo does:
+// see ViolationNameReused.)
+func selfReference(parent *uint64, blocks []StoredBlock) (uint64, bool) {
+	if parent == nil {
 		return 0, false
 	}
-	seen := &t.seen
-	seen.begin(len(blocks) + 1)
-	if parent != nil {
-		seen.add(*parent)
-	}
 	for i := range blocks {
-		if !seen.add(blocks[i].BlockHash) {
-			return blocks[i].BlockHash, true
+		if blocks[i].BlockHash == *parent {
+			return *parent, true
 		}
 	}
 	return 0, false
 }
 
-// hashSet is a scratch set of hashes for one store's self-reference
-// check: linear probing over slots stamped with a generation, so that
-// starting a new check is O(1) rather than a clear.
-type hashSet struct {
-	keys  []uint64
-	stamp []uint32
-	gen   uint32
-	shift uint8
+// isGhost reports whether worker wi holds node n without a name.
+func (t *tree) isGhost(wi, n uint32) bool {
+	g := t.workers[wi].ghosts
+	if len(g) == 0 {
+		return false
+	}
+	_, ok := g[n]
+	return ok
 }
 
-// begin empties the set, sized for n hashes.
-func (s *hashSet) begin(n int) {
-	size := max(32, 1<<bits.Len(uint(2*n)))
-	if len(s.keys) < size {
-		s.keys = make([]uint64, size)
-		s.stamp = make([]uint32, size)
-		s.gen = 0
+// ghost makes worker wi keep node old, which it names x, without a name:
+// x is about to name another node of wi.
+func (t *tree) ghost(wi, old uint32, x uint64) {
+	ws := &t.workers[wi]
+	ws.lookup.del(x)
+	if t.node(old).flags&flagAlias != 0 {
+		delete(t.aliases, aliasKey(old, wi))
 	}
-	s.shift = uint8(64 - bits.TrailingZeros(uint(len(s.keys))))
-	s.gen++
-	if s.gen == 0 { // wrapped: old stamps could look current
-		clear(s.stamp)
-		s.gen = 1
+	if ws.ghosts == nil {
+		ws.ghosts = map[uint32]struct{}{}
 	}
-}
-
-// add inserts h and reports whether it was new.
-func (s *hashSet) add(h uint64) bool {
-	mask := len(s.keys) - 1
-	k := h ^ h>>33
-	k *= 0xff51afd7ed558ccd
-	for i := int((k ^ k>>33) >> s.shift); ; i = (i + 1) & mask {
-		if s.stamp[i] != s.gen {
-			s.stamp[i], s.keys[i] = s.gen, h
-			return true
-		}
-		if s.keys[i] == h {
-			return false
-		}
-	}
+	ws.ghosts[old] = struct{}{}
 }
 
 func (t *tree) stored(w Worker, _ uint64, parent *uint64, blocks []StoredBlock, r *report) {
 	wi := t.intern(w)
-	if h, bad := t.selfReference(parent, blocks); bad {
+	if h, bad := selfReference(parent, blocks); bad {
 		t.violation(wi, r, ViolationSelfReference, h, 0)
 		return
 	}
@@ -220,7 +196,11 @@ func (t *tree) stored(w Worker, _ uint64, parent *uint64, blocks []StoredBlock, 
 			t.violation(wi, r, ViolationDuplicateStore, x, 0)
 		} else {
 			if named {
-				t.release(wi, old)
+				// x named another block of w: w keeps that block
+				// unnamed rather than leaving it, so that no block w
+				// holds below it (in this store or before) is cut off.
+				t.violation(wi, r, ViolationNameReused, x, 0)
+				t.ghost(wi, old, x)
 			}
 			t.bind(wi, n, x)
 		}
@@ -240,15 +220,20 @@ func (t *tree) chainTop(cur uint32) uint32 {
 }
 
 // bind records that worker wi holds node n under external hash x, which
-// names no node of wi. The worker's names stay one-to-one with its nodes:
-// a node it held under another name is renamed. (A name that named
-// another node was released from it first: the worker leaves that node.)
+// names no node of wi. The worker's names stay one-to-one with the nodes
+// it holds by name: a node it held under another name is renamed, one it
+// held without a name gets x. (A name that named another node was taken
+// from it first: see ghost.)
 func (t *tree) bind(wi, n uint32, x uint64) {
 	ws := &t.workers[wi]
 	nn := t.node(n)
 	if nn.set.has(&t.bitsets, wi) {
-		ws.lookup.del(t.name(n, wi))
-		delete(t.aliases, aliasKey(n, wi))
+		if t.isGhost(wi, n) {
+			delete(ws.ghosts, n)
+		} else {
+			ws.lookup.del(t.name(n, wi))
+			delete(t.aliases, aliasKey(n, wi))
+		}
 	} else {
 		nn.set.add(&t.bitsets, wi)
 	}
@@ -259,17 +244,15 @@ func (t *tree) bind(wi, n uint32, x uint64) {
 	}
 }
 
-// release makes worker wi leave node n; a node no worker holds is freed.
-func (t *tree) release(wi, n uint32) {
-	t.workers[wi].lookup.del(t.name(n, wi))
-	t.leave(wi, n)
-}
-
-// leave removes wi from n's holders (not from wi's lookup).
+// leave removes wi from n's holders (not from wi's lookup); a node no
+// worker holds is freed.
 func (t *tree) leave(wi, n uint32) {
 	nn := t.node(n)
 	if nn.flags&flagAlias != 0 {
 		delete(t.aliases, aliasKey(n, wi))
+	}
+	if g := t.workers[wi].ghosts; len(g) > 0 {
+		delete(g, n)
 	}
 	nn.set.remove(&t.bitsets, wi)
 	if nn.set.n == 0 {
@@ -290,11 +273,16 @@ func (t *tree) removed(w Worker, _ uint64, hashes []uint64, r *report) {
 	}
 }
 
-// clear drops every block of worker wi and its unstable mark.
+// clear drops every block of worker wi, named or not, and its unstable
+// mark.
 func (t *tree) clear(wi uint32) {
 	ws := &t.workers[wi]
 	ws.lookup.each(func(_ uint64, n uint32) { t.leave(wi, n) })
 	ws.lookup.reset()
+	for n := range ws.ghosts {
+		t.leave(wi, n)
+	}
+	ws.ghosts = nil
 	ws.unstable = false
 }
 
@@ -341,7 +329,7 @@ func (t *tree) stats() Stats {
 	s := Stats{Nodes: t.live, Violations: t.totals, Workers: make([]WorkerStats, len(t.order))}
 	for i, wi := range t.order {
 		ws := &t.workers[wi]
-		s.Workers[i] = WorkerStats{Worker: ws.w, Blocks: uint64(ws.lookup.len()), Unstable: ws.unstable, Violations: ws.violations}
+		s.Workers[i] = WorkerStats{Worker: ws.w, Blocks: ws.blocks(), Unstable: ws.unstable, Violations: ws.violations}
 	}
 	return s
 }

@@ -9,7 +9,7 @@ import (
 // WorkerStats describes one known worker (rank).
 type WorkerStats struct {
 	Worker     Worker
-	Blocks     uint64 // blocks it holds (its tree size)
+	Blocks     uint64 // blocks it holds, named or not (its tree size)
 	Unstable   bool   // an enforced violation since it was last cleared
 	Violations [NumViolations]uint64
 }

@@ -23,13 +23,19 @@ const (
 	// the same parent) is already in the tree under another external hash.
 	// The existing node is reused.
 	ViolationHashMismatch
-	// ViolationSelfReference: a store whose external hashes repeat (a block
-	// equal to its parent or to another block of the same store). The
-	// whole store is rejected.
+	// ViolationSelfReference: a store with a block whose external hash is
+	// the store's parent hash. The whole store is rejected.
 	ViolationSelfReference
 	// ViolationDuplicateStore: a worker stores a block it already holds
 	// under the same external hash. Nothing changes.
 	ViolationDuplicateStore
+	// ViolationNameReused: a worker names a block with an external hash it
+	// already uses for another block (other content, another position, or
+	// a cycle such as A, then B under A, then A under B; also a hash that
+	// repeats within one store). The block is stored; the worker keeps the
+	// other block without a name, as Dynamo does, so nothing it holds
+	// becomes unreachable (docs/index.md).
+	ViolationNameReused
 
 	NumViolations
 )
@@ -40,6 +46,7 @@ var violationNames = [NumViolations]string{
 	ViolationHashMismatch:   "hash_mismatch",
 	ViolationSelfReference:  "self_reference",
 	ViolationDuplicateStore: "duplicate_store",
+	ViolationNameReused:     "name_reused",
 }
 
 // String returns the snake_case name used in logs and stats JSON.
@@ -88,9 +95,11 @@ func (e *StabilityError) Error() string {
 	case ViolationHashMismatch:
 		what = "block content already indexed under another external hash"
 	case ViolationSelfReference:
-		what = "store repeats an external hash; store rejected"
+		what = "a stored block has the store's parent hash; store rejected"
 	case ViolationDuplicateStore:
 		what = "worker stored a block it already holds"
+	case ViolationNameReused:
+		what = "worker reused an external hash it holds for another block; that block kept without a name"
 	default:
 		what = "unknown violation"
 	}
