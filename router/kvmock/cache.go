@@ -41,10 +41,10 @@ type Cache struct {
 
 // CacheStats is a snapshot of the pool.
 type CacheStats struct {
-	NumBlocks    int // physical blocks
-	FreeBlocks   int // referenced by no running request (cached or empty)
-	CachedBlocks int // holding a digest (in use or free)
-	UsedBlocks   int // referenced by a running request
+	NumBlocks    int `json:"num_blocks"`    // physical blocks
+	FreeBlocks   int `json:"free_blocks"`   // referenced by no running request (cached or empty)
+	CachedBlocks int `json:"cached_blocks"` // holding a digest (in use or free)
+	UsedBlocks   int `json:"used_blocks"`   // referenced by a running request
 }
 
 // NewCache returns a pool of numBlocks empty blocks of blockSize tokens.

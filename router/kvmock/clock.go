@@ -47,8 +47,3 @@ func (c simClock) sleepUntil(ctx context.Context, t float64) error {
 		return ctx.Err()
 	}
 }
-
-// simDuration converts simulated seconds to a time.Duration.
-func simDuration(seconds float64) time.Duration {
-	return time.Duration(seconds * float64(time.Second))
-}

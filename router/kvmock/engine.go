@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/fnv"
+	"math"
 	"slices"
 	"sync"
 )
@@ -34,19 +35,19 @@ type Engine struct {
 
 // EngineStats counts what the engine did since it started.
 type EngineStats struct {
-	Requests        uint64 // admitted
-	PromptTokens    uint64
-	CachedTokens    uint64 // prompt tokens reused from the cache
-	GeneratedTokens uint64
-	Cancelled       uint64 // ended by the client before finishing
+	Requests        uint64 `json:"requests"` // admitted
+	PromptTokens    uint64 `json:"prompt_tokens"`
+	CachedTokens    uint64 `json:"cached_tokens"` // prompt tokens reused from the cache
+	GeneratedTokens uint64 `json:"generated_tokens"`
+	Cancelled       uint64 `json:"cancelled"` // ended by the client before finishing
 }
 
 // EngineState is a snapshot for /kvmock/stats.
 type EngineState struct {
-	Running int        `json:"running"`
-	Waiting int        `json:"waiting"`
-	Cache   CacheStats `json:"cache"`
-	Stats   EngineStats
+	Running int         `json:"running"`
+	Waiting int         `json:"waiting"`
+	Cache   CacheStats  `json:"cache"`
+	Stats   EngineStats `json:"stats"`
 }
 
 // NewEngine returns an engine; sink receives its KV events.
@@ -177,9 +178,9 @@ func (e *Engine) Generate(ctx context.Context, req GenRequest, emit func(Token, 
 	tm := Timings{
 		PromptTokens: len(req.Prompt),
 		CachedTokens: w.alloc.Hits * bs,
-		QueueMs:      (w.admittedAt - w.arrival) * 1000,
-		PrefillMs:    (w.firstToken - w.admittedAt) * 1000,
-		TTFTMs:       (w.firstToken - w.arrival) * 1000,
+		QueueMs:      simMs(w.admittedAt - w.arrival),
+		PrefillMs:    simMs(w.firstToken - w.admittedAt),
+		TTFTMs:       simMs(w.firstToken - w.arrival),
 	}
 	res = Result{Timings: tm, Tokens: make([]Token, 0, req.MaxTokens)}
 	seq := slices.Grow(slices.Clone(req.Prompt), req.MaxTokens)
@@ -212,7 +213,7 @@ func (e *Engine) admit(ctx context.Context, w *waiter) error {
 	e.mu.Lock()
 	w.arrival = e.clock.now()
 	e.waiting = append(e.waiting, w)
-	e.admitLocked()
+	e.admitLocked(w.arrival) // admitted at once: no queueing time at all
 	e.mu.Unlock()
 
 	select {
@@ -227,14 +228,15 @@ func (e *Engine) admit(ctx context.Context, w *waiter) error {
 		e.releaseLocked(w)
 	default:
 		e.waiting = slices.DeleteFunc(e.waiting, func(x *waiter) bool { return x == w })
-		e.admitLocked() // the new head may fit
+		e.admitLocked(e.clock.now()) // the new head may fit
 	}
 	e.stats.Cancelled++
 	return ctx.Err()
 }
 
-// admitLocked admits waiting requests in arrival order while the head fits.
-func (e *Engine) admitLocked() {
+// admitLocked admits waiting requests in arrival order while the head
+// fits; now is the simulated time of admission.
+func (e *Engine) admitLocked(now float64) {
 	bs := e.cfg.BlockSize
 	for len(e.waiting) > 0 && e.running < e.cfg.MaxRunning {
 		w := e.waiting[0]
@@ -255,7 +257,6 @@ func (e *Engine) admitLocked() {
 		}
 		e.cache.Store(alloc, hits, w.ids[hits:], parent, w.req.Prompt[hits*bs:len(w.ids)*bs])
 
-		now := e.clock.now()
 		uncached := len(w.req.Prompt) - hits*bs
 		start := max(now, e.prefillBusyUntil)
 		w.admittedAt = now
@@ -306,7 +307,7 @@ func (e *Engine) finish(w *waiter, generated int, cancelled bool) {
 func (e *Engine) releaseLocked(w *waiter) {
 	e.cache.Release(w.alloc)
 	e.running--
-	e.admitLocked()
+	e.admitLocked(e.clock.now())
 }
 
 // ResetPrefixCache drops every cached block (vLLM's /reset_prefix_cache).
@@ -328,6 +329,12 @@ func (e *Engine) Tokenizer() Tokenizer { return e.tok }
 
 // Config is the engine's configuration.
 func (e *Engine) Config() Config { return e.cfg }
+
+// simMs converts simulated seconds to milliseconds, rounded to the
+// microsecond (finer digits are float noise, not model).
+func simMs(seconds float64) float64 {
+	return math.Round(seconds*1e6) / 1e3
+}
 
 // promptSeed seeds the deterministic "model": the same prompt generates
 // the same tokens.

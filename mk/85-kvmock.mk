@@ -1,0 +1,16 @@
+# kvmock, the simulated vLLM engine (cmd/kvmock, router/kvmock). Its tests
+# run with every Go package's (go-test in mk/10-go.mk).
+KVMOCK_BIN := $(BUILD)/bin/kvmock
+
+BUILD_TARGETS += $(KVMOCK_BIN)
+
+$(KVMOCK_BIN): $(GO_SOURCES)
+	$(GO) build -o $@ ./cmd/kvmock
+
+.PHONY: kvmock fuzz-kvmock
+kvmock: $(KVMOCK_BIN)
+
+# The request decoders' and the handler's fuzz targets, briefly.
+fuzz-kvmock:
+	$(GO) test -run '^$$' -fuzz '^FuzzDecodeRequests$$' -fuzztime 10s ./router/kvmock
+	$(GO) test -run '^$$' -fuzz '^FuzzHandler$$' -fuzztime 10s ./router/kvmock
