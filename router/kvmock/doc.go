@@ -1,0 +1,90 @@
+// Package kvmock is an engine simulator that behaves toward a KV-aware
+// router as a vLLM engine does, so that kvrouter (or any router) can be
+// run, tested and demonstrated without GPUs. cmd/kvmock is its command.
+//
+// # What a router sees
+//
+// HTTP, vLLM's OpenAI-compatible shapes:
+//
+//	POST /v1/completions       prompt as token ids, text, or a list of one of either
+//	                           (batches of several are refused); max_tokens; n = 1;
+//	                           stream with SSE chunks and "data: [DONE]";
+//	                           stream_options.include_usage for a final usage chunk
+//	POST /v1/chat/completions  messages through the chat template below
+//	POST /tokenize             {"model","prompt"} or {"model","messages"};
+//	                           add_special_tokens (default true for prompts, false
+//	                           for messages), add_generation_prompt,
+//	                           continue_final_message; answers {"count",
+//	                           "max_model_len","tokens","token_strs"}
+//	GET  /health, GET /v1/models, POST /reset_prefix_cache (AllBlocksCleared)
+//	GET  /kvmock/stats         kvmock's own: running, waiting, cache, counters
+//
+// Errors are OpenAI JSON ({"error":{"message","type","param","code"}});
+// an unknown model name is a 404, as in vLLM. Every generation reports
+// usage.prompt_tokens_details.cached_tokens (vLLM does with
+// --enable-prompt-tokens-details) and kvmock's simulated timings, in the
+// body's "kvmock" object (streams: in the usage chunk) and in X-Kvmock-*
+// headers, which a stream sends with its first token so that a proxy
+// copying headers passes them on.
+//
+// KV events, vLLM's ZmqEventPublisher: a PUB socket that binds when the
+// endpoint has "*", "::", ipc:// or inproc:// and connects otherwise;
+// three frames per message (topic, seq as 8 bytes big-endian from 0,
+// MessagePack payload); one batch [ts, events, data_parallel_rank] per
+// scheduler step; events as maps tagged "type" (vLLM >= 0.24) or positional
+// arrays (older vLLM, every field written as msgspec does); hashes as
+// unsigned ints (the digest's last 8 bytes, big-endian) or as the whole
+// digest in bytes; an optional ROUTER replay endpoint that keeps the last N
+// batches and answers in vLLM >= 0.26's four-frame shape or the older
+// three-frame one. One process is one data-parallel rank (--dp-rank sets
+// the rank its batches carry; run one kvmock per rank on offset ports).
+//
+// Block ids are vLLM's own, computed by router/enginehash: the chain of
+// --prefix-caching-hash-algo (sha256_cbor by default; sha256, xxhash,
+// xxhash_cbor too) from NONE_HASH = hash(seed), or, with Unstable, from 32
+// random bytes drawn at start (vLLM without PYTHONHASHSEED). No extra keys:
+// kvmock has no LoRA adapters, multimodal inputs or cache salts.
+//
+// # The engine model
+//
+// KV cache (cache.go): NumBlocks physical blocks of BlockSize tokens, as in
+// vLLM's block pool. A request's full prompt blocks are looked up by their
+// chained id; the longest cached prefix is reused (at most (prompt-1)/
+// BlockSize blocks: the last prompt token is always computed, as in vLLM).
+// Blocks no running request references sit in an LRU free list, the
+// blocks of a finished request in reverse order so its deepest blocks go
+// first; taking a free block that holds an id evicts it (BlockRemoved).
+// Prompt blocks are cached, and BlockStored published, when the request is
+// scheduled (vLLM caches blocks when it schedules their computation);
+// blocks filled by generated tokens are cached as they fill
+// (StoreDecodeBlocks, on by default, as vLLM does). Two simplifications,
+// both to keep a router's view exact and the model small: a request
+// reserves every block it can need (prompt + max_tokens) when admitted, so
+// nothing is preempted; and an id is held by one physical block at most.
+//
+// Time (engine.go, clock.go): requests are admitted in arrival order while
+// fewer than MaxRunning run and their blocks fit. Prefill is one lane per
+// engine: a request's uncached prompt tokens take 1/PrefillTokensPerSec
+// each, after the prefills admitted before it; its first token comes out
+// when its prefill ends. Decode runs in parallel for every running request
+// (that is what batching buys): one token per DecodeTimePerToken. Simulated
+// time runs Speedup times faster than the wall clock; reported durations
+// are simulated and computed from the model, not measured, except the wait
+// for admission. A client that disconnects stops its request and frees its
+// slot and blocks at once.
+//
+// # The tokenizer and the "model"
+//
+// Text is cut into runs of letters or digits and single other characters
+// (whitespace only separates); a piece's id is 256 + FNV-1a-64(piece) mod
+// (VocabSize - 256). Ids below 256 are special: 1 is BOS (added with
+// add_special_tokens), 3-6 the chat template's markers. The chat template
+// works on ids, so message text can never forge a marker:
+//
+//	BOS, then per message <role> content <end of turn>, then <assistant>
+//	when add_generation_prompt is true
+//
+// Generated tokens are words from a fixed list chosen by a hash of the
+// prompt: the same prompt always generates the same tokens, as greedy
+// decoding does, so repeated requests reuse their generated blocks too.
+package kvmock
