@@ -1,0 +1,226 @@
+package ingest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+)
+
+// Options configure a Subscriber. Zero values take the defaults.
+type Options struct {
+	Handler Handler
+	Logger  *slog.Logger
+
+	// ReplayTimeout bounds one replay request, from dialling the engine's
+	// replay endpoint to its end marker (default 5 s).
+	ReplayTimeout time.Duration
+	// ReconnectMin and ReconnectMax bound the backoff between attempts to
+	// reach an engine that is down (defaults 100 ms and 5 s).
+	ReconnectMin, ReconnectMax time.Duration
+	// QueueLen is each source's queue of received messages waiting for the
+	// Handler (default 1024). See the package doc on queueing.
+	QueueLen int
+	// MaxReplayBatches caps how many batches one replay may return (the
+	// engine's buffer_steps; default 100,000): a bound on memory.
+	MaxReplayBatches int
+}
+
+func (o *Options) setDefaults() {
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	if o.ReplayTimeout <= 0 {
+		o.ReplayTimeout = 5 * time.Second
+	}
+	if o.ReconnectMin <= 0 {
+		o.ReconnectMin = 100 * time.Millisecond
+	}
+	if o.ReconnectMax < o.ReconnectMin {
+		o.ReconnectMax = max(5*time.Second, o.ReconnectMin)
+	}
+	if o.QueueLen <= 0 {
+		o.QueueLen = 1024
+	}
+	if o.MaxReplayBatches <= 0 {
+		o.MaxReplayBatches = 100_000
+	}
+}
+
+// Subscription is one engine to subscribe to: one SUB socket per
+// data-parallel rank, rank r at the endpoint's port + r (its replay
+// endpoint offset the same way).
+type Subscription struct {
+	Model          string
+	WorkerID       uint64
+	Endpoint       string // the engine's PUB endpoint, e.g. tcp://10.0.0.5:5557
+	ReplayEndpoint string // its ROUTER replay endpoint; "" = none
+	DPSize         int    // ranks 0..DPSize-1; 0 counts as 1
+	Topic          string // topic prefix to subscribe to ("" = every topic)
+	// ResumeAfter gives, per rank, the last seq the router already holds
+	// (a restored snapshot): the stream starts by asking the engine to
+	// replay from the seq after it.
+	ResumeAfter map[uint32]uint64
+}
+
+// Subscriber receives engines' KV event streams over ZeroMQ and hands
+// each stream's batches, in seq order, to the Handler. It never stops on
+// bad input: see the package doc.
+type Subscriber struct {
+	opts  Options
+	stats Stats
+
+	ctx    context.Context
+	cancel context.CancelFunc
+
+	mu      sync.Mutex
+	streams map[sourceKey]*stream
+	bound   *boundEndpoint
+	closed  bool
+}
+
+// New returns a Subscriber; it subscribes to nothing until Subscribe or
+// Bind.
+func New(opts Options) (*Subscriber, error) {
+	if opts.Handler == nil {
+		return nil, errors.New("ingest: Options.Handler is nil")
+	}
+	opts.setDefaults()
+	ctx, cancel := context.WithCancel(context.Background())
+	return &Subscriber{opts: opts, ctx: ctx, cancel: cancel, streams: make(map[sourceKey]*stream)}, nil
+}
+
+// Stats returns the live counters.
+func (s *Subscriber) Stats() *Stats { return &s.stats }
+
+// Subscribe starts one stream per rank of sub and returns their Sources.
+// Subscribing a (model, worker, rank) that is already subscribed is an
+// error: Unsubscribe it first.
+func (s *Subscriber) Subscribe(sub Subscription) ([]Source, error) {
+	if sub.Endpoint == "" {
+		return nil, fmt.Errorf("ingest: subscribe worker %d: no endpoint", sub.WorkerID)
+	}
+	ranks := max(sub.DPSize, 1)
+	type planned struct {
+		src    Source
+		replay string
+	}
+	plan := make([]planned, 0, ranks)
+	for r := range uint32(ranks) {
+		ep, err := RankEndpoint(sub.Endpoint, r)
+		if err != nil {
+			return nil, fmt.Errorf("ingest: subscribe worker %d: %w", sub.WorkerID, err)
+		}
+		replay, err := RankEndpoint(sub.ReplayEndpoint, r)
+		if err != nil {
+			return nil, fmt.Errorf("ingest: subscribe worker %d replay: %w", sub.WorkerID, err)
+		}
+		plan = append(plan, planned{Source{Model: sub.Model, WorkerID: sub.WorkerID, DPRank: r, Endpoint: ep, Topic: sub.Topic}, replay})
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return nil, errors.New("ingest: subscriber closed")
+	}
+	for _, p := range plan {
+		if _, dup := s.streams[keyOf(p.src)]; dup {
+			return nil, fmt.Errorf("ingest: model %q worker %d rank %d is already subscribed", p.src.Model, p.src.WorkerID, p.src.DPRank)
+		}
+	}
+	out := make([]Source, 0, len(plan))
+	for _, p := range plan {
+		st := s.newStream(p.src, p.replay)
+		if after, ok := sub.ResumeAfter[p.src.DPRank]; ok {
+			st.resumeFrom(after + 1)
+		}
+		s.streams[keyOf(p.src)] = st
+		st.start()
+		st.wg.Add(1)
+		go s.dialLoop(st)
+		out = append(out, p.src)
+	}
+	return out, nil
+}
+
+// Unsubscribe stops every rank of (model, worker) and waits for their
+// goroutines; it returns how many streams it stopped.
+func (s *Subscriber) Unsubscribe(model string, workerID uint64) int {
+	s.mu.Lock()
+	var stopped []*stream
+	for k, st := range s.streams {
+		if k.model == model && k.workerID == workerID {
+			stopped = append(stopped, st)
+			delete(s.streams, k)
+		}
+	}
+	s.mu.Unlock()
+	for _, st := range stopped {
+		st.stop()
+		s.stats.removeSource(st.src)
+	}
+	return len(stopped)
+}
+
+// RequestReplay asks src's engine to replay every batch it still holds
+// from seq from on, and delivers them through the Handler (after the
+// batches already queued), even those delivered before: the indexer uses
+// it to get a quarantined worker's blocks back. It returns once the
+// request is queued; the outcome arrives as StreamGapReplayed (or
+// StreamGapLost for what the engine no longer holds).
+func (s *Subscriber) RequestReplay(src Source, from uint64) error {
+	s.mu.Lock()
+	st := s.streams[keyOf(src)]
+	s.mu.Unlock()
+	if st == nil {
+		return fmt.Errorf("ingest: replay for model %q worker %d rank %d: not subscribed", src.Model, src.WorkerID, src.DPRank)
+	}
+	if st.replayEP == "" {
+		return fmt.Errorf("ingest: replay for model %q worker %d rank %d: no replay endpoint", src.Model, src.WorkerID, src.DPRank)
+	}
+	return st.enqueue(item{kind: itemReplay, from: from})
+}
+
+// Sources lists the subscribed streams (the bound endpoint's included).
+func (s *Subscriber) Sources() []Source {
+	out := []Source{}
+	for _, ss := range s.stats.Sources() {
+		out = append(out, ss.Source)
+	}
+	return out
+}
+
+// Close stops every stream and the bound endpoint, and waits for them.
+func (s *Subscriber) Close() error {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return nil
+	}
+	s.closed = true
+	streams := s.streams
+	s.streams = map[sourceKey]*stream{}
+	bound := s.bound
+	s.mu.Unlock()
+	s.cancel()
+	if bound != nil {
+		bound.wait()
+	}
+	for _, st := range streams {
+		st.stop()
+	}
+	return nil
+}
+
+// sleep waits d or until ctx ends; false when ctx ended.
+func sleep(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
+	}
+}
