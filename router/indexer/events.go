@@ -21,6 +21,9 @@ func (x *Indexer) ApplyEvent(workerID uint64, ev core.Event) error {
 	now := x.now()
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	if r.gone {
+		return fmt.Errorf("%w: %d rank %d was removed", ErrUnknownWorker, workerID, ev.DPRank)
+	}
 	r.lastEventAt = now
 	a := applier{x: x, w: w, r: r, eventID: ev.ID}
 	var err error

@@ -19,6 +19,7 @@ func (x *Indexer) HandleBatch(src ingest.Source, b *ingest.Batch) {
 	dpRank := src.DPRank
 	if b.DPRank != nil {
 		dpRank = *b.DPRank
+		x.noteStreamRank(src, dpRank)
 	}
 	w, r := x.sourceRank(src, dpRank)
 	if r == nil {
@@ -27,6 +28,9 @@ func (x *Indexer) HandleBatch(src ingest.Source, b *ingest.Batch) {
 	now := x.now()
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	if r.gone {
+		return
+	}
 	r.haveSeq, r.lastSeq, r.lastEventAt = true, b.Seq, now
 	r.lag = 0
 	if b.Timestamp > 0 {
@@ -42,8 +46,10 @@ func (x *Indexer) HandleBatch(src ingest.Source, b *ingest.Batch) {
 
 // HandleStream records what happened to a stream: restarts clear the rank,
 // lost gaps clear it and mark it degraded, malformed messages are counted.
+// The rank is the one the stream's last batch named (engines that number
+// their ranks globally), else the Source's.
 func (x *Indexer) HandleStream(src ingest.Source, ev ingest.StreamEvent) {
-	w, r := x.sourceRank(src, src.DPRank)
+	w, r := x.sourceRank(src, x.streamRank(src))
 	if r == nil {
 		return
 	}
@@ -51,6 +57,9 @@ func (x *Indexer) HandleStream(src ingest.Source, ev ingest.StreamEvent) {
 	log := x.opts.Logger.With("worker_id", r.w.ID, "dp_rank", r.w.DPRank, "model", w.key.Model, "endpoint", src.Endpoint)
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	if r.gone {
+		return
+	}
 	switch ev.Kind {
 	case ingest.StreamConnected:
 		r.connected = true

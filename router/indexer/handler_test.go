@@ -315,3 +315,39 @@ func TestUnhealthyWorkersAreNotCandidates(t *testing.T) {
 	assert.Equal(t, []Candidate{{Worker: wk(1, 0)}}, cands)
 	assert.ErrorIs(t, f.ix.SetHealthy(3, false), ErrUnknownWorker)
 }
+
+func TestRanksRemovedAndShrunk(t *testing.T) {
+	f := newFixture(t, nil)
+	f.addWorker(1, "m", 3)
+	prompt := tokens(1, 4)
+	for r := range uint32(3) {
+		f.send(src(1, "m", r), stored(nil, prompt, uint64(10+r)))
+	}
+	f.send(src(1, "m", 5), stored(nil, prompt, 15)) // a rank the engine named beyond dp_size
+	assert.True(t, f.ix.RemoveRank(1, 1))
+	assert.False(t, f.ix.RemoveRank(1, 1))
+	assert.False(t, f.ix.RemoveRank(2, 0))
+	assert.Equal(t, map[core.Worker]uint32{wk(1, 0): 1, wk(1, 2): 1, wk(1, 5): 1}, f.overlap("m", prompt, PromptOptions{}))
+
+	_, err := f.ix.AddWorker(WorkerSpec{WorkerID: 1, Model: "m", DPSize: 1})
+	require.NoError(t, err)
+	assert.Equal(t, map[core.Worker]uint32{wk(1, 0): 1, wk(1, 5): 1}, f.overlap("m", prompt, PromptOptions{}))
+	cands, err := f.ix.Candidates(ModelKey{Model: "m"})
+	require.NoError(t, err)
+	assert.Equal(t, []Candidate{{Worker: wk(1, 0)}, {Worker: wk(1, 5)}}, cands)
+	wi, _ := f.ix.Worker(1)
+	assert.Len(t, wi.Ranks, 2)
+}
+
+func TestStreamEventsFollowTheRankBatchesName(t *testing.T) {
+	f := newFixture(t, nil)
+	f.addWorker(1, "m", 1)
+	prompt := tokens(1, 4)
+	global := uint32(6) // the engine numbers its ranks fleet-wide
+	f.ix.HandleBatch(src(1, "m", 0), &ingest.Batch{DPRank: &global, Events: []ingest.Event{stored(nil, prompt, 1)}})
+	require.Equal(t, map[core.Worker]uint32{wk(1, 6): 1}, f.overlap("m", prompt, PromptOptions{}))
+	f.ix.HandleStream(src(1, "m", 0), ingest.StreamEvent{Kind: ingest.StreamGapLost, From: 1, To: 2})
+	assert.Equal(t, StateDegraded, f.rankInfo(1, 6).State)
+	assert.Equal(t, StateLive, f.rankInfo(1, 0).State)
+	assert.Zero(t, f.rankInfo(1, 6).Blocks)
+}

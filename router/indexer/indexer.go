@@ -32,6 +32,48 @@ type Indexer struct {
 	// members lists each index's workers sorted by id, so that candidate
 	// lists (one per route) need neither a map walk nor a sort.
 	members map[ModelKey][]*worker
+
+	// streamRanks: the dp rank each stream's batches last named, when it
+	// differs from the stream's own (engines that send global ranks), so
+	// that a stream's gap or restart clears the rank its blocks are under.
+	streamMu    sync.Mutex
+	streamRanks map[streamKey]uint32
+}
+
+type streamKey struct {
+	worker   uint64
+	rank     uint32
+	endpoint string
+	topic    string
+}
+
+func keyOf(src ingest.Source) streamKey {
+	return streamKey{worker: src.WorkerID, rank: src.DPRank, endpoint: src.Endpoint, topic: src.Topic}
+}
+
+// noteStreamRank records the rank a stream's batch named.
+func (x *Indexer) noteStreamRank(src ingest.Source, dpRank uint32) {
+	k := keyOf(src)
+	x.streamMu.Lock()
+	defer x.streamMu.Unlock()
+	if dpRank == src.DPRank {
+		delete(x.streamRanks, k)
+		return
+	}
+	if x.streamRanks == nil {
+		x.streamRanks = map[streamKey]uint32{}
+	}
+	x.streamRanks[k] = dpRank
+}
+
+// streamRank returns the rank a stream's blocks are under.
+func (x *Indexer) streamRank(src ingest.Source) uint32 {
+	x.streamMu.Lock()
+	defer x.streamMu.Unlock()
+	if r, ok := x.streamRanks[keyOf(src)]; ok {
+		return r
+	}
+	return src.DPRank
 }
 
 // worker is one registered worker.
@@ -71,7 +113,9 @@ func (x *Indexer) Mode() core.Mode { return x.opts.Mode }
 
 // AddWorker registers a worker, or updates it when its id is known. A
 // worker that moves to another (model, tenant) leaves its old index with
-// its blocks first. It returns whether the worker is new.
+// its blocks first; an update to a smaller dp_size removes the ranks it
+// no longer has (ranks an engine named beyond the old dp_size stay). It
+// returns whether the worker is new.
 func (x *Indexer) AddWorker(spec WorkerSpec) (bool, error) {
 	if spec.DPSize < 0 {
 		return false, fmt.Errorf("%w: worker %d: dp_size %d is negative", ErrInvalidWorker, spec.WorkerID, spec.DPSize)
@@ -84,6 +128,9 @@ func (x *Indexer) AddWorker(spec WorkerSpec) (bool, error) {
 	defer x.mu.Unlock()
 	if old, ok := x.workers[spec.WorkerID]; ok {
 		if old.key == key {
+			for r := uint32(spec.DPSize); r < uint32(old.spec.DPSize); r++ {
+				x.removeRankLocked(old, r)
+			}
 			old.spec = spec
 			x.ensureRanksLocked(old)
 			return false, nil
@@ -132,6 +179,9 @@ func (x *Indexer) RemoveWorker(id uint64) bool {
 
 func (x *Indexer) removeLocked(w *worker) {
 	delete(x.workers, w.spec.WorkerID)
+	for _, r := range w.sorted {
+		r.retire()
+	}
 	w.index.RemoveWorker(w.spec.WorkerID)
 	m := slices.DeleteFunc(slices.Clone(x.members[w.key]), func(o *worker) bool { return o == w })
 	if len(m) > 0 {
@@ -140,6 +190,28 @@ func (x *Indexer) removeLocked(w *worker) {
 	}
 	delete(x.members, w.key)
 	delete(x.indexes, w.key)
+}
+
+// RemoveRank removes one rank of a worker and its blocks; it reports
+// whether the rank was known. The worker keeps its other ranks (and its
+// dp_size: a later event of that rank brings it back).
+func (x *Indexer) RemoveRank(id uint64, dpRank uint32) bool {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	w, ok := x.workers[id]
+	return ok && x.removeRankLocked(w, dpRank)
+}
+
+func (x *Indexer) removeRankLocked(w *worker, dpRank uint32) bool {
+	r, ok := w.ranks[dpRank]
+	if !ok {
+		return false
+	}
+	delete(w.ranks, dpRank)
+	w.sorted = slices.DeleteFunc(slices.Clone(w.sorted), func(o *rank) bool { return o == r })
+	r.retire()
+	w.index.ClearWorker(r.w)
+	return true
 }
 
 // SetHealthy sets a worker's health flag (the proxy's health checks):

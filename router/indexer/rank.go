@@ -14,7 +14,10 @@ type rank struct {
 	w     core.Worker
 	state atomic.Uint32 // a State
 
-	mu          sync.Mutex
+	mu sync.Mutex
+	// gone: the rank was removed from the registry; a handler that still
+	// holds it drops its events instead of putting blocks back.
+	gone        bool
 	reason      string
 	since       time.Time
 	connected   bool
@@ -53,6 +56,15 @@ func newRank(w core.Worker, now time.Time) *rank {
 	r := &rank{w: w, since: now}
 	r.state.Store(uint32(StateLive))
 	return r
+}
+
+// retire marks a removed rank. The caller holds Indexer.mu (lock order:
+// Indexer.mu, then a rank's mu) and clears the rank's blocks after it, so
+// no event of the rank applies in between.
+func (r *rank) retire() {
+	r.mu.Lock()
+	r.gone = true
+	r.mu.Unlock()
 }
 
 func (r *rank) State() State { return State(r.state.Load()) }
