@@ -41,7 +41,12 @@ export interface OverlapScores {
 }
 
 export type ViolationCounts = Record<
-  'parent_not_found' | 'block_not_found' | 'hash_mismatch' | 'self_reference' | 'duplicate_store',
+  | 'parent_not_found'
+  | 'block_not_found'
+  | 'hash_mismatch'
+  | 'self_reference'
+  | 'duplicate_store'
+  | 'name_reused',
   number
 >;
 

@@ -168,6 +168,7 @@ def test_stats_shape_and_violation_counters(kv):
         "hash_mismatch": 1,
         "self_reference": 0,
         "duplicate_store": 1,
+        "name_reused": 0,
     }
     w1, w2 = s["workers"]
     assert (w1["worker_id"], w1["dp_rank"], w1["blocks"]) == (1, 0, 2)
