@@ -26,11 +26,10 @@ type Ingest interface {
 	Close() error
 }
 
-// Binder is an Ingest that can also bind one endpoint engines connect to,
-// each message's topic naming its worker (defaultModel when it names
-// none).
+// Binder is an Ingest that can also bind one endpoint engines connect to
+// (router/ingest's Subscriber does).
 type Binder interface {
-	Bind(endpoint, defaultModel string) error
+	Bind(b ingest.Binding) (net.Addr, error)
 }
 
 // NewIngestFunc builds the ingest layer over the handler that receives

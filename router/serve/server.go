@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"net/http"
 	"sync"
 	"sync/atomic"
@@ -54,6 +55,8 @@ type Server struct {
 	ready struct {
 		config, subscriptions, snapshot atomic.Bool
 	}
+	boundAddr net.Addr // the bound endpoint's address, once bound
+
 	stop     chan struct{}
 	stopOnce sync.Once
 	loops    sync.WaitGroup
@@ -131,6 +134,9 @@ func (s *Server) Indexer() *indexer.Indexer { return s.ix }
 // Router is the server's router.
 func (s *Server) Router() *route.Router { return s.rt }
 
+// BoundAddr is the address of the bound endpoint (--bind), nil if none.
+func (s *Server) BoundAddr() net.Addr { return s.boundAddr }
+
 // Handler is the HTTP API.
 func (s *Server) Handler() http.Handler { return s.routes }
 
@@ -153,10 +159,12 @@ func (s *Server) Start() error {
 		if !ok {
 			return errors.New("serve: --bind needs an ingest layer that binds")
 		}
-		if err := b.Bind(s.cfg.Bind, s.cfg.BindModel); err != nil {
+		addr, err := b.Bind(ingest.Binding{Endpoint: s.cfg.Bind, Resolve: s.resolveTopic, ReplayEndpoint: s.boundReplay})
+		if err != nil {
 			return fmt.Errorf("serve: bind %s: %w", s.cfg.Bind, err)
 		}
-		s.log.Info("kvrouter: bound for engines to connect", "endpoint", s.cfg.Bind)
+		s.boundAddr = addr
+		s.log.Info("kvrouter: bound for engines to connect", "endpoint", s.cfg.Bind, "addr", addr.String())
 	}
 	s.ready.subscriptions.Store(true)
 	s.loops.Add(1)

@@ -1,0 +1,126 @@
+package tests
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// Every wire layout engines send drives the router without adapter code:
+// each worker publishes in one layout, and its prompt routes to it.
+func TestE2EEveryWireLayoutRoutesToTheWorkerHoldingThePrefix(t *testing.T) {
+	layouts := []struct {
+		name string
+		opts obj // send options
+		hash int64
+	}{
+		{"map events, int hashes, 3-element batch", obj{"layout": "map", "batch_form": "array3"}, 1 << 40},
+		{"map events, bytes hashes, 2-element batch", obj{"layout": "map", "bytes_hashes": true, "batch_form": "array2"}, 2 << 40},
+		{"array events, int hashes, 2-element batch", obj{"layout": "array", "batch_form": "array2"}, 3 << 40},
+		{"array events, bytes hashes, 3-element batch", obj{"layout": "array", "bytes_hashes": true, "batch_form": "array3"}, 4 << 40},
+		{"map events, map batch", obj{"layout": "map", "batch_form": "map"}, 5 << 40},
+		{"SGLang, negative i64 hashes", obj{"layout": "sglang", "batch_form": "array3"}, -6 << 40},
+	}
+	eng := startEngines(t)
+	r := startRouter(t, testConfig())
+	base := freePorts(t, len(layouts))
+	for i := range layouts {
+		name := fmt.Sprintf("w%d", i+1)
+		eng.open(name, tcp(base+i), "", nil)
+		r.must(201, "POST", "/v1/workers", obj{"worker_id": i + 1, "model": "m", "endpoint": tcp(base + i)}, nil)
+		eng.waitSub(name)
+	}
+	for i, l := range layouts {
+		// Two batches: the second chains onto the first's last block.
+		toks := tokens(1000*(i+1), 24)
+		parent := l.hash + 2
+		eng.send(fmt.Sprintf("w%d", i+1), []obj{stored(hashes(l.hash, 3), nil, toks[:12], nil)}, l.opts)
+		eng.send(fmt.Sprintf("w%d", i+1), []obj{stored(hashes(l.hash+3, 3), &parent, toks[12:], nil)}, l.opts)
+	}
+	for i, l := range layouts {
+		t.Run(l.name, func(t *testing.T) {
+			r.waitRoute("m", tokens(1000*(i+1), 28), nil, fmt.Sprint(i+1), 6)
+		})
+	}
+	rv := r.rank(1, 0)
+	assert.True(t, rv.Connected)
+	require.NotNil(t, rv.LastSeq)
+	assert.Equal(t, 1, *rv.LastSeq)
+	assert.Equal(t, uint64(2), rv.Events["stored"]["applied"])
+}
+
+// SGLang's cache_salt: the salt feeds the seed, so only a request with
+// the same salt matches; vLLM's LoRA name likewise.
+func TestE2ECacheSaltAndLoRA(t *testing.T) {
+	eng := startEngines(t)
+	r := startRouter(t, testConfig())
+	base := freePorts(t, 2)
+	eng.open("sgl", tcp(base), "", nil)
+	eng.open("vllm", tcp(base+1), "", nil)
+	r.must(201, "POST", "/v1/workers", obj{"worker_id": 1, "model": "m", "endpoint": tcp(base)}, nil)
+	r.must(201, "POST", "/v1/workers", obj{"worker_id": 2, "model": "m", "endpoint": tcp(base + 1)}, nil)
+	eng.waitSub("sgl")
+	eng.waitSub("vllm")
+	toks := tokens(50, 16)
+	eng.send("sgl", []obj{stored(hashes(-900, 4), nil, toks, obj{"cache_salt": "tenant-a"})}, obj{"layout": "sglang"})
+	eng.send("vllm", []obj{stored(hashes(700, 4), nil, toks, obj{"lora_name": "adapter-x"})}, obj{"layout": "map"})
+
+	r.waitRoute("m", toks, obj{"cache_salt": "tenant-a"}, "1", 4)
+	r.waitRoute("m", toks, obj{"lora_name": "adapter-x"}, "2", 4)
+	d := r.route("m", toks, nil)
+	assert.Equal(t, "0", d.OverlapBlocks.String(), "unsalted, no LoRA: nobody holds these blocks")
+	d = r.route("m", toks, obj{"cache_salt": "tenant-b"})
+	assert.Equal(t, "0", d.OverlapBlocks.String(), "another tenant's salt never matches")
+}
+
+// Blocks the router cannot hash faithfully are counted by reason, not
+// indexed.
+func TestE2ESkippedBlocksAreCountedByReason(t *testing.T) {
+	eng := startEngines(t)
+	r := startRouter(t, testConfig())
+	port := freePorts(t, 1)
+	eng.open("e", tcp(port), "", nil)
+	r.must(201, "POST", "/v1/workers", obj{"worker_id": 1, "model": "m", "endpoint": tcp(port)}, nil)
+	eng.waitSub("e")
+	eng.send("e", []obj{
+		{"type": "BlockStored", "block_hashes": []int64{1, 2}, "token_ids": tokens(1, 32), "block_size": 16},
+		stored(hashes(10, 1), nil, tokens(1, 4), obj{"locality": "REMOTE"}),
+		stored(hashes(20, 1), nil, tokens(1, 4), obj{"kv_cache_spec_kind": "sliding_window"}),
+		stored(hashes(30, 1), nil, tokens(1, 4), obj{"medium": "CPU"}),
+		stored(hashes(40, 2), nil, tokens(1, 8), nil),
+	}, obj{"layout": "map"})
+	eventually(t, "the batch", func() bool { return r.rank(1, 0).Blocks == 2 })
+	rv := r.rank(1, 0)
+	assert.Equal(t, uint64(2), rv.Skipped["block_size"])
+	assert.Equal(t, uint64(1), rv.Skipped["remote"])
+	assert.Equal(t, uint64(1), rv.Skipped["kv_cache_spec_kind"])
+	assert.Equal(t, uint64(1), rv.Skipped["medium"])
+	assert.Contains(t, r.logs.String(), "block_size")
+}
+
+// A data-parallel engine: rank r publishes on port + r; each rank's blocks
+// are its own.
+func TestE2EDataParallelRanks(t *testing.T) {
+	eng := startEngines(t)
+	r := startRouter(t, testConfig())
+	base := freePorts(t, 2)
+	eng.open("r0", tcp(base), "", nil)
+	eng.open("r1", tcp(base+1), "", nil)
+	r.must(201, "POST", "/v1/workers", obj{"worker_id": 9, "model": "m", "endpoint": tcp(base), "dp_size": 2}, nil)
+	eng.waitSub("r0")
+	eng.waitSub("r1")
+	eng.send("r0", []obj{stored(hashes(100, 2), nil, tokens(1, 8), nil)}, obj{"dp_rank": 0})
+	eng.send("r1", []obj{stored(hashes(200, 3), nil, tokens(500, 12), nil)}, obj{"batch_form": "array2"})
+	var d decision
+	eventually(t, "rank 1's blocks", func() bool {
+		d = r.route("m", tokens(500, 12), nil)
+		return d.OverlapBlocks.String() == "3"
+	})
+	assert.Equal(t, "9", d.WorkerID.String())
+	assert.Equal(t, "1", d.DPRank.String(), "a 2-element batch's rank is its port's")
+	d = r.route("m", tokens(1, 8), nil)
+	assert.Equal(t, "0", d.DPRank.String())
+	assert.Equal(t, "2", d.OverlapBlocks.String())
+}
