@@ -10,7 +10,8 @@ $(KVMOCK_BIN): $(GO_SOURCES)
 .PHONY: kvmock fuzz-kvmock
 kvmock: $(KVMOCK_BIN)
 
-# The request decoders' and the handler's fuzz targets, briefly.
+# The fuzz targets (request decoding, the handler, the block pool), briefly.
 fuzz-kvmock:
 	$(GO) test -run '^$$' -fuzz '^FuzzDecodeRequests$$' -fuzztime 10s ./router/kvmock
 	$(GO) test -run '^$$' -fuzz '^FuzzHandler$$' -fuzztime 10s ./router/kvmock
+	$(GO) test -run '^$$' -fuzz '^FuzzCacheOps$$' -fuzztime 10s ./router/kvmock
