@@ -211,7 +211,8 @@ func (g *scriptGen) prompt(only int) (locals, seqs []uint64) {
 
 // store announces blocks of a prompt the engine does not hold yet, under
 // a parent it holds, with now and then an unknown parent, a duplicate, a
-// self reference or media.
+// self reference, a name reused for other content (within the store or
+// from before) or media.
 func (g *scriptGen) store(e *engine) string {
 	locals, seqs := g.prompt(e.doc)
 	ext := make([]uint64, len(seqs))
@@ -247,6 +248,11 @@ func (g *scriptGen) store(e *engine) string {
 		}
 	case 2:
 		blocks = append(blocks, blocks[0]) // a block twice in one store
+	case 3:
+		// A held name for other content: its old block stays held, unnamed.
+		if len(e.held) > 0 {
+			blocks = append(blocks, g.block(e.held[g.rng.IntN(len(e.held))], g.rng.Uint64()))
+		}
 	}
 	pos := ""
 	if g.rng.IntN(4) == 0 {
