@@ -49,29 +49,66 @@ func appendCBORBytes(dst []byte, b []byte) []byte {
 	return append(dst, b...)
 }
 
-// appendCBORBlock encodes (parent, tuple(tokens), extra or None).
-func appendCBORBlock(dst []byte, parent []byte, tokens []uint32, extra []ExtraKey) []byte {
+// appendCBORBlock encodes (parent, tuple(tokens), keys) where keys is
+// tuple(extra) or None, or with lookahead tokens (keys, *lookahead).
+func appendCBORBlock(dst []byte, parent []byte, tokens []uint32, extra []ExtraKey, lookahead []uint32) []byte {
 	dst = append(dst, cborArray|3)
 	dst = appendCBORBytes(dst, parent)
 	dst = appendCBORHead(dst, cborArray, uint64(len(tokens)))
 	for _, t := range tokens {
 		dst = appendCBORHead(dst, cborUint, uint64(t))
 	}
-	if len(extra) == 0 {
-		return append(dst, cborNull)
+	if len(lookahead) > 0 {
+		dst = appendCBORHead(dst, cborArray, uint64(1+len(lookahead)))
 	}
-	dst = appendCBORHead(dst, cborArray, uint64(len(extra)))
-	for _, k := range extra {
-		switch k.Kind {
-		case ExtraString:
-			dst = appendCBORText(dst, k.Text)
-		case ExtraMM:
-			dst = append(dst, cborArray|2)
-			dst = appendCBORText(dst, k.Text)
-			dst = appendCBORInt(dst, k.Offset)
-		case ExtraBytes:
-			dst = appendCBORBytes(dst, k.Bytes)
+	if len(extra) == 0 {
+		dst = append(dst, cborNull)
+	} else {
+		dst = appendCBORHead(dst, cborArray, uint64(len(extra)))
+		for _, k := range extra {
+			dst = appendCBORExtraKey(dst, k)
 		}
 	}
+	for _, t := range lookahead {
+		dst = appendCBORHead(dst, cborUint, uint64(t))
+	}
 	return dst
+}
+
+// appendCBORExtraKey encodes one extra key in its untagged or tagged form.
+func appendCBORExtraKey(dst []byte, k ExtraKey) []byte {
+	switch k.Kind {
+	case ExtraLoRA:
+		if !k.Tagged {
+			return appendCBORText(dst, k.Text)
+		}
+		dst = append(dst, cborArray|3)
+		dst = appendCBORText(dst, tagLoRA)
+		dst = appendCBORText(dst, k.Text)
+		return appendCBORText(dst, k.Path)
+	case ExtraSalt:
+		if !k.Tagged {
+			return appendCBORText(dst, k.Text)
+		}
+		dst = append(dst, cborArray|2)
+		dst = appendCBORText(dst, tagSalt)
+		return appendCBORText(dst, k.Text)
+	case ExtraMM:
+		if k.Tagged {
+			dst = append(dst, cborArray|3)
+			dst = appendCBORText(dst, tagMM)
+		} else {
+			dst = append(dst, cborArray|2)
+		}
+		dst = appendCBORText(dst, k.Text)
+		return appendCBORInt(dst, k.Offset)
+	case ExtraPromptEmbeds:
+		if !k.Tagged {
+			return appendCBORBytes(dst, k.Bytes)
+		}
+		dst = append(dst, cborArray|2)
+		dst = appendCBORText(dst, tagPromptEmbeds)
+		return appendCBORBytes(dst, k.Bytes)
+	}
+	return dst // unreachable: kinds are validated before encoding
 }

@@ -56,8 +56,15 @@ func DefaultCandidates(extraSeeds ...string) []Candidate {
 type RootStore struct {
 	Tokens []uint32 // the block's tokens: exactly one block
 	// ExtraKeys are vLLM's extra keys for this block, as its event carries
-	// them (see ExtraKeysFromValues); nil for none.
+	// them (see ExtraKeysFromValues); nil for none. Their Tagged flags are
+	// ignored: Match tries both forms.
 	ExtraKeys []ExtraKey
+	// LoRAPath is the adapter's path, when the router knows it: vLLM 0.33
+	// hashes it but its events do not carry it.
+	LoRAPath string
+	// Lookahead is vLLM 0.33's lookahead_token_ids entry for this block
+	// (nil when lookahead hashing is off).
+	Lookahead []uint32
 	// CacheSalt is SGLang's and TensorRT-LLM's request salt ("" for none).
 	CacheSalt string
 	// TRTLLMLoRAID is TensorRT-LLM's LoRA task id, when the request has one.
@@ -72,6 +79,9 @@ type RootStore struct {
 type Match struct {
 	Candidate Candidate
 	Digest    Digest
+	// TaggedKeys: the store's extra keys matched in vLLM 0.33's tagged form
+	// (false without extra keys, where both forms hash the same).
+	TaggedKeys bool
 }
 
 // Verifier checks root stores against a fixed list of candidates. vLLM roots
@@ -115,43 +125,72 @@ func (v *Verifier) Candidates() []Candidate { return append([]Candidate(nil), v.
 // does not match.
 func (v *Verifier) Match(st RootStore) []Match {
 	var out []Match
-	for i, c := range v.candidates {
-		var root Digest
-		var extra []ExtraKey
-		switch c.Scheme {
-		case SGLangSHA256:
-			if len(st.ExtraKeys) != 0 {
-				continue
+	var tagged []ExtraKey
+	if len(st.ExtraKeys) > 0 {
+		tagged = make([]ExtraKey, len(st.ExtraKeys))
+		for i, k := range st.ExtraKeys {
+			tagged[i] = k.Tag()
+			if k.Kind == ExtraLoRA {
+				tagged[i].Path = st.LoRAPath
 			}
-			root = SGLangRoot(st.CacheSalt)
-		case TRTLLMV2SHA256:
-			if len(st.ExtraKeys) != 0 {
-				continue
-			}
-			scope := TRTLLMScope{LoRAID: st.TRTLLMLoRAID}
-			if st.CacheSalt != "" {
-				id := TRTLLMSaltID(st.CacheSalt)
-				scope.SaltID = &id
-			}
-			root = TRTLLMRoot(scope)
-		default:
-			root, extra = v.vllmRoots[i], st.ExtraKeys
 		}
-		d, err := c.Scheme.BlockDigest(root, st.Tokens, extra)
-		if err != nil {
+	}
+	untagged := untag(st.ExtraKeys)
+	for i, c := range v.candidates {
+		if !c.Scheme.IsVLLM() {
+			if len(st.ExtraKeys) != 0 || len(st.Lookahead) != 0 {
+				continue // these engines fold salt and LoRA into the root
+			}
+			root := SGLangRoot(st.CacheSalt)
+			if c.Scheme == TRTLLMV2SHA256 {
+				scope := TRTLLMScope{LoRAID: st.TRTLLMLoRAID}
+				if st.CacheSalt != "" {
+					id := TRTLLMSaltID(st.CacheSalt)
+					scope.SaltID = &id
+				}
+				root = TRTLLMRoot(scope)
+			}
+			if d, err := c.Scheme.BlockDigest(root, st.Tokens, nil); err == nil && c.Scheme.WireID(d) == st.WireID {
+				out = append(out, Match{Candidate: c, Digest: d})
+			}
 			continue
 		}
-		if c.Scheme.WireID(d) == st.WireID {
+		root := v.vllmRoots[i]
+		if d, err := c.Scheme.LookaheadBlockDigest(root, st.Tokens, untagged, st.Lookahead); err == nil && c.Scheme.WireID(d) == st.WireID {
 			out = append(out, Match{Candidate: c, Digest: d})
+			continue
+		}
+		if tagged == nil {
+			continue
+		}
+		if d, err := c.Scheme.LookaheadBlockDigest(root, st.Tokens, tagged, st.Lookahead); err == nil && c.Scheme.WireID(d) == st.WireID {
+			out = append(out, Match{Candidate: c, Digest: d, TaggedKeys: true})
 		}
 	}
 	return out
 }
 
-// ExtraKeysFromValues converts one block's extra keys as a generic decoder
-// yields them (router/ingest's [][]any entries: string, []byte, and
-// [identifier, offset] arrays for multimodal items) into ExtraKeys.
-func ExtraKeysFromValues(vals []any) ([]ExtraKey, error) {
+// untag returns keys in their untagged form (keys itself when already so).
+func untag(keys []ExtraKey) []ExtraKey {
+	for i, k := range keys {
+		if k.Tagged {
+			out := append([]ExtraKey(nil), keys...)
+			for j := i; j < len(out); j++ {
+				out[j].Tagged = false
+			}
+			return out
+		}
+	}
+	return keys
+}
+
+// ExtraKeysFromValues converts one block's extra keys as vLLM's events carry
+// them (untagged; router/ingest's [][]any entries: string, []byte, and
+// [identifier, offset] arrays for multimodal items) into ExtraKeys. loraName
+// is the event's lora_name: when set, a leading string is the LoRA name
+// (vLLM puts it first); other strings are the cache salt. The kinds matter
+// only for vLLM 0.33's tagged form.
+func ExtraKeysFromValues(vals []any, loraName string) ([]ExtraKey, error) {
 	if len(vals) == 0 {
 		return nil, nil
 	}
@@ -159,7 +198,11 @@ func ExtraKeysFromValues(vals []any) ([]ExtraKey, error) {
 	for i, v := range vals {
 		switch x := v.(type) {
 		case string:
-			out = append(out, ExtraKey{Kind: ExtraString, Text: x})
+			if i == 0 && loraName != "" {
+				out = append(out, LoRAKey(x))
+			} else {
+				out = append(out, SaltKey(x))
+			}
 		case []byte:
 			out = append(out, PromptEmbedsKey(x))
 		case []any:

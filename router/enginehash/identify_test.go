@@ -27,7 +27,8 @@ func TestVerifierNamesTheOracleSchemeAndSeed(t *testing.T) {
 		t.Run(c.Name, func(t *testing.T) {
 			st := RootStore{
 				Tokens:       c.tokens()[:c.BlockSize],
-				ExtraKeys:    c.Blocks[0].extraKeys(t),
+				ExtraKeys:    untag(c.Blocks[0].extraKeys(t)), // as events carry them
+				Lookahead:    c.Blocks[0].Lookahead,
 				CacheSalt:    c.Salt,
 				TRTLLMLoRAID: c.LoRAID,
 				WireID:       c.Blocks[0].eventU64(t),
@@ -36,9 +37,13 @@ func TestVerifierNamesTheOracleSchemeAndSeed(t *testing.T) {
 			if c.Seed != nil {
 				want.Seed = *c.Seed
 			}
+			if c.Extras != nil {
+				st.LoRAPath = c.Extras.LoRAPath
+			}
 			got := v.Match(st)
 			require.Len(t, got, 1, "matches: %v", got)
 			assert.Equal(t, want, got[0].Candidate)
+			assert.Equal(t, c.Blocks[0].Tagged && len(st.ExtraKeys) > 0, got[0].TaggedKeys)
 			assert.Equal(t, c.Blocks[0].Digest, got[0].Digest.String())
 		})
 	}
@@ -100,21 +105,24 @@ func TestExtraKeysFromValues(t *testing.T) {
 	for _, tc := range []struct {
 		name    string
 		in      []any
+		lora    string
 		want    []ExtraKey
 		wantErr bool
 	}{
-		{"none", nil, nil, false},
-		{"lora, mm, salt, embeds", []any{"lora-a", []any{"img", int64(-3)}, "salt", []byte{1, 2}},
+		{"none", nil, "", nil, false},
+		{"lora, mm, salt, embeds", []any{"lora-a", []any{"img", int64(-3)}, "salt", []byte{1, 2}}, "lora-a",
 			[]ExtraKey{LoRAKey("lora-a"), MMKey("img", -3), SaltKey("salt"), PromptEmbedsKey([]byte{1, 2})}, false},
-		{"mm offset as uint64", []any{[]any{"img", uint64(5)}}, []ExtraKey{MMKey("img", 5)}, false},
-		{"mm offset too large", []any{[]any{"img", uint64(1 << 63)}}, nil, true},
-		{"mm of three", []any{[]any{"img", int64(1), int64(2)}}, nil, true},
-		{"mm id not a string", []any{[]any{int64(1), int64(2)}}, nil, true},
-		{"mm offset not an int", []any{[]any{"img", "x"}}, nil, true},
-		{"float", []any{1.5}, nil, true},
+		{"a string without a LoRA is the salt", []any{"salt"}, "", []ExtraKey{SaltKey("salt")}, false},
+		{"mm offset as uint64", []any{[]any{"img", uint64(5)}}, "", []ExtraKey{MMKey("img", 5)}, false},
+		{"mm offset as int", []any{[]any{"img", 5}}, "", []ExtraKey{MMKey("img", 5)}, false},
+		{"mm offset too large", []any{[]any{"img", uint64(1 << 63)}}, "", nil, true},
+		{"mm of three", []any{[]any{"img", int64(1), int64(2)}}, "", nil, true},
+		{"mm id not a string", []any{[]any{int64(1), int64(2)}}, "", nil, true},
+		{"mm offset not an int", []any{[]any{"img", "x"}}, "", nil, true},
+		{"float", []any{1.5}, "", nil, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got, err := ExtraKeysFromValues(tc.in)
+			got, err := ExtraKeysFromValues(tc.in, tc.lora)
 			if tc.wantErr {
 				require.Error(t, err)
 				return

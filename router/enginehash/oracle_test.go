@@ -53,8 +53,10 @@ func randomCase(r *rand.Rand) oracleCase {
 		c.Seed = &seed
 		if r.IntN(2) == 0 {
 			x := &oracleExtras{}
+			x.Tagged = r.IntN(2) == 0
 			if r.IntN(2) == 0 {
 				x.LoRA = str()
+				x.LoRAPath = str()
 			}
 			if r.IntN(2) == 0 {
 				x.Salt = str()
@@ -65,7 +67,9 @@ func randomCase(r *rand.Rand) oracleCase {
 				x.MM = append(x.MM, [3]any{str(), off, length})
 				off += length + r.IntN(c.BlockSize)
 			}
-			if r.IntN(3) == 0 {
+			if r.IntN(4) == 0 {
+				x.Lookahead = 1 + r.IntN(3)
+			} else if r.IntN(3) == 0 {
 				for range n/c.BlockSize + 1 {
 					b := make([]byte, []int{0, 1, 32}[r.IntN(3)])
 					for i := range b {
@@ -101,7 +105,7 @@ func checkAgainstOracle(t *testing.T, c oracleCase) {
 	for i, want := range c.Blocks {
 		require.Equal(t, want.Digest, chain[i].Digest.String(), "chain block %d of %+v", i, c)
 		require.Equal(t, want.eventU64(t), chain[i].WireID, "chain block %d wire id", i)
-		d, err := c.Scheme.BlockDigest(parent, c.tokens()[i*c.BlockSize:(i+1)*c.BlockSize], want.extraKeys(t))
+		d, err := c.Scheme.LookaheadBlockDigest(parent, c.tokens()[i*c.BlockSize:(i+1)*c.BlockSize], want.extraKeys(t), want.Lookahead)
 		require.NoError(t, err)
 		require.Equal(t, want.Digest, d.String(), "block %d digest from the oracle's keys", i)
 		parent = d
@@ -129,18 +133,26 @@ func TestRandomCasesAgainstOracle(t *testing.T) {
 		for _, b := range cases[i].Blocks {
 			for _, k := range b.ExtraKeys {
 				switch {
-				case k.Str != nil:
-					kinds["str"]++
+				case k.LoRA != nil:
+					kinds["lora"]++
 				case k.MM != nil:
 					kinds["mm"]++
-				case k.Bytes != nil:
-					kinds["bytes"]++
+				case k.Salt != nil:
+					kinds["salt"]++
+				case k.Embeds != nil:
+					kinds["embeds"]++
 				}
+			}
+			if b.Tagged {
+				kinds["tagged"]++
+			}
+			if b.Lookahead != nil {
+				kinds["lookahead"]++
 			}
 		}
 	}
 	// The generator must keep reaching every kind of extra key.
-	for _, kind := range []string{"str", "mm", "bytes"} {
+	for _, kind := range []string{"lora", "mm", "salt", "embeds", "tagged", "lookahead"} {
 		require.Greater(t, kinds[kind], 20, "blocks with %s extra keys", kind)
 	}
 }
@@ -171,7 +183,7 @@ func FuzzChainAgainstOracle(f *testing.F) {
 		switch {
 		case c.Scheme.IsVLLM():
 			c.Seed = &seed
-			x := &oracleExtras{LoRA: lora, Salt: salt}
+			x := &oracleExtras{LoRA: lora, LoRAPath: mmID, Salt: salt, Tagged: mmLen%2 == 1, Lookahead: int(blockSize>>5) % 3}
 			if mmLen > 0 {
 				off := mmOffset % 1024
 				if off < 0 {

@@ -26,22 +26,29 @@ type oracleCase struct {
 }
 
 type oracleExtras struct {
-	LoRA   string   `json:"lora,omitempty"`
-	Salt   string   `json:"salt,omitempty"`
-	MM     [][3]any `json:"mm,omitempty"`
-	Embeds []string `json:"embeds,omitempty"`
+	LoRA      string   `json:"lora,omitempty"`
+	LoRAPath  string   `json:"lora_path,omitempty"`
+	Salt      string   `json:"salt,omitempty"`
+	MM        [][3]any `json:"mm,omitempty"`
+	Embeds    []string `json:"embeds,omitempty"`
+	Tagged    bool     `json:"tagged,omitempty"`
+	Lookahead int      `json:"lookahead,omitempty"`
 }
 
 type oracleResult struct {
 	ExtraKeys []oracleKey `json:"extra_keys"`
 	Digest    string      `json:"digest"`
 	EventInt  json.Number `json:"event_int"`
+	Tagged    bool        `json:"tagged,omitempty"`
+	Lookahead []uint32    `json:"lookahead,omitempty"`
 }
 
 type oracleKey struct {
-	Str   *string `json:"str,omitempty"`
-	MM    []any   `json:"mm,omitempty"`
-	Bytes *string `json:"bytes,omitempty"`
+	LoRA   *string `json:"lora,omitempty"`
+	Path   string  `json:"path,omitempty"`
+	MM     []any   `json:"mm,omitempty"`
+	Salt   *string `json:"salt,omitempty"`
+	Embeds *string `json:"embeds,omitempty"`
 }
 
 type oracleFile struct {
@@ -96,7 +103,8 @@ func (c *oracleCase) vllmExtras(t testing.TB) *VLLMExtras {
 	if c.Extras == nil {
 		return nil
 	}
-	x := &VLLMExtras{LoRAName: c.Extras.LoRA, CacheSalt: c.Extras.Salt}
+	x := &VLLMExtras{LoRAName: c.Extras.LoRA, LoRAPath: c.Extras.LoRAPath, CacheSalt: c.Extras.Salt,
+		Tagged: c.Extras.Tagged, Lookahead: c.Extras.Lookahead}
 	for _, m := range c.Extras.MM {
 		x.MM = append(x.MM, MMItem{Identifier: m[0].(string), Offset: int(anyInt(t, m[1])), Length: int(anyInt(t, m[2]))})
 	}
@@ -111,22 +119,28 @@ func (c *oracleCase) vllmExtras(t testing.TB) *VLLMExtras {
 	return x
 }
 
-// extraKeys converts the oracle's explicit per-block keys.
+// extraKeys converts the oracle's explicit per-block keys, in the block's
+// form (tagged or not).
 func (r *oracleResult) extraKeys(t testing.TB) []ExtraKey {
 	var out []ExtraKey
 	for _, k := range r.ExtraKeys {
+		var key ExtraKey
 		switch {
-		case k.Str != nil:
-			out = append(out, ExtraKey{Kind: ExtraString, Text: *k.Str})
+		case k.LoRA != nil:
+			key = ExtraKey{Kind: ExtraLoRA, Text: *k.LoRA, Path: k.Path}
 		case k.MM != nil:
-			out = append(out, MMKey(k.MM[0].(string), anyInt(t, k.MM[1])))
-		case k.Bytes != nil:
-			b, err := hex.DecodeString(*k.Bytes)
+			key = MMKey(k.MM[0].(string), anyInt(t, k.MM[1]))
+		case k.Salt != nil:
+			key = SaltKey(*k.Salt)
+		case k.Embeds != nil:
+			b, err := hex.DecodeString(*k.Embeds)
 			require.NoError(t, err)
-			out = append(out, PromptEmbedsKey(b))
+			key = PromptEmbedsKey(b)
 		default:
 			t.Fatalf("empty extra key in %+v", r)
 		}
+		key.Tagged = r.Tagged
+		out = append(out, key)
 	}
 	return out
 }

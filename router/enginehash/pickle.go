@@ -58,6 +58,14 @@ type pickler struct {
 	frameStart int // index of the current frame's reserved header
 	memoLen    uint32
 	singles    []singleton // singletons pickled so far (rare: a short list)
+	interned   []internedStr
+}
+
+// internedStr is one of vLLM's tag constants already in the memo: the same
+// object wherever it appears, so CPython pickles its repeats as BINGET.
+type internedStr struct {
+	s    string
+	memo uint32
 }
 
 // singleton is a CPython-cached object already in the memo.
@@ -230,6 +238,18 @@ func (p *pickler) bytes(buf []byte, b []byte) []byte {
 	return p.boundary(buf)
 }
 
+// internedStr pickles one of vLLM's tag constants.
+func (p *pickler) internedStr(buf []byte, s string) []byte {
+	for _, in := range p.interned {
+		if in.s == s {
+			return p.boundary(p.get(buf, in.memo))
+		}
+	}
+	buf = p.str(buf, s)
+	p.interned = append(p.interned, internedStr{s: s, memo: p.memoLen - 1})
+	return buf
+}
+
 // tupleOpen starts a tuple of n items; tupleClose ends it after the items.
 func (p *pickler) tupleOpen(buf []byte, n int) []byte {
 	if n > 3 {
@@ -257,8 +277,9 @@ func (p *pickler) tupleClose(buf []byte, n int) []byte {
 	return p.boundary(buf)
 }
 
-// appendPickleBlock pickles (parent, tuple(tokens), tuple(extra) or None).
-func appendPickleBlock(dst []byte, parent []byte, tokens []uint32, extra []ExtraKey) []byte {
+// appendPickleBlock pickles (parent, tuple(tokens), keys) where keys is
+// tuple(extra) or None, or with lookahead tokens (keys, *lookahead).
+func appendPickleBlock(dst []byte, parent []byte, tokens []uint32, extra []ExtraKey, lookahead []uint32) []byte {
 	var p pickler
 	buf := p.begin(dst)
 	buf = p.tupleOpen(buf, 3)
@@ -268,27 +289,70 @@ func appendPickleBlock(dst []byte, parent []byte, tokens []uint32, extra []Extra
 		buf = p.uint32(buf, t)
 	}
 	buf = p.tupleClose(buf, len(tokens))
+	if len(lookahead) > 0 {
+		buf = p.tupleOpen(buf, 1+len(lookahead))
+	}
 	if len(extra) == 0 {
 		buf = p.none(buf)
 	} else {
 		buf = p.tupleOpen(buf, len(extra))
 		for _, k := range extra {
-			switch k.Kind {
-			case ExtraString:
-				buf = p.str(buf, k.Text)
-			case ExtraMM:
-				buf = p.tupleOpen(buf, 2)
-				buf = p.str(buf, k.Text)
-				buf = p.int(buf, k.Offset)
-				buf = p.tupleClose(buf, 2)
-			case ExtraBytes:
-				buf = p.bytes(buf, k.Bytes)
-			}
+			buf = p.extraKey(buf, k)
 		}
 		buf = p.tupleClose(buf, len(extra))
 	}
+	if len(lookahead) > 0 {
+		for _, t := range lookahead {
+			buf = p.uint32(buf, t)
+		}
+		buf = p.tupleClose(buf, 1+len(lookahead))
+	}
 	buf = p.tupleClose(buf, 3)
 	return p.end(buf)
+}
+
+// extraKey pickles one extra key in its untagged or tagged form.
+func (p *pickler) extraKey(buf []byte, k ExtraKey) []byte {
+	switch k.Kind {
+	case ExtraLoRA:
+		if !k.Tagged {
+			return p.str(buf, k.Text)
+		}
+		buf = p.tupleOpen(buf, 3)
+		buf = p.internedStr(buf, tagLoRA)
+		buf = p.str(buf, k.Text)
+		buf = p.str(buf, k.Path)
+		return p.tupleClose(buf, 3)
+	case ExtraSalt:
+		if !k.Tagged {
+			return p.str(buf, k.Text)
+		}
+		buf = p.tupleOpen(buf, 2)
+		buf = p.internedStr(buf, tagSalt)
+		buf = p.str(buf, k.Text)
+		return p.tupleClose(buf, 2)
+	case ExtraMM:
+		n := 2
+		if k.Tagged {
+			n = 3
+		}
+		buf = p.tupleOpen(buf, n)
+		if k.Tagged {
+			buf = p.internedStr(buf, tagMM)
+		}
+		buf = p.str(buf, k.Text)
+		buf = p.int(buf, k.Offset)
+		return p.tupleClose(buf, n)
+	case ExtraPromptEmbeds:
+		if !k.Tagged {
+			return p.bytes(buf, k.Bytes)
+		}
+		buf = p.tupleOpen(buf, 2)
+		buf = p.internedStr(buf, tagPromptEmbeds)
+		buf = p.bytes(buf, k.Bytes)
+		return p.tupleClose(buf, 2)
+	}
+	return buf // unreachable: kinds are validated before encoding
 }
 
 // appendPickleString pickles a lone str (vLLM's NONE_HASH input).

@@ -102,13 +102,24 @@ func SignedWireID(id uint64) int64 { return int64(id) }
 // them would give a wrong id that looks right.
 func (s Scheme) BlockDigest(parent Digest, tokens []uint32, extra []ExtraKey) (Digest, error) {
 	var scratch [512]byte
-	d, _, err := s.blockDigest(scratch[:0], parent, tokens, extra)
+	d, _, err := s.blockDigest(scratch[:0], parent, tokens, extra, nil)
 	return d, err
 }
 
-// blockDigest is BlockDigest with a reusable serialization buffer, returned
-// (possibly grown) for the next block.
-func (s Scheme) blockDigest(buf []byte, parent Digest, tokens []uint32, extra []ExtraKey) (Digest, []byte, error) {
+// LookaheadBlockDigest is BlockDigest for a vLLM engine hashing with
+// lookahead tokens (vLLM 0.33, num_hash_lookahead_tokens L > 0, e.g. for
+// its drafter): the hashed keys become (extra or None, *lookahead), where
+// lookahead are the L tokens after the block (an event's
+// lookahead_token_ids entry) and extra covers the block and those tokens.
+func (s Scheme) LookaheadBlockDigest(parent Digest, tokens []uint32, extra []ExtraKey, lookahead []uint32) (Digest, error) {
+	var scratch [512]byte
+	d, _, err := s.blockDigest(scratch[:0], parent, tokens, extra, lookahead)
+	return d, err
+}
+
+// blockDigest is LookaheadBlockDigest with a reusable serialization buffer,
+// returned (possibly grown) for the next block.
+func (s Scheme) blockDigest(buf []byte, parent Digest, tokens []uint32, extra []ExtraKey, lookahead []uint32) (Digest, []byte, error) {
 	if err := s.valid(); err != nil {
 		return Digest{}, buf, err
 	}
@@ -121,11 +132,14 @@ func (s Scheme) blockDigest(buf []byte, parent Digest, tokens []uint32, extra []
 		}
 		switch s {
 		case VLLMSHA256, VLLMXXHash:
-			buf = appendPickleBlock(buf[:0], parent.Bytes(), tokens, extra)
+			buf = appendPickleBlock(buf[:0], parent.Bytes(), tokens, extra, lookahead)
 		default:
-			buf = appendCBORBlock(buf[:0], parent.Bytes(), tokens, extra)
+			buf = appendCBORBlock(buf[:0], parent.Bytes(), tokens, extra, lookahead)
 		}
 		return s.sum(buf), buf, nil
+	}
+	if len(lookahead) != 0 {
+		return Digest{}, buf, fmt.Errorf("enginehash: %s has no lookahead hashing", s)
 	}
 	if len(extra) != 0 {
 		return Digest{}, buf, fmt.Errorf("enginehash: %s takes no per-block extra keys (its salt and LoRA live in the root)", s)

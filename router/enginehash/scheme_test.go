@@ -95,12 +95,15 @@ func TestBlockDigestErrors(t *testing.T) {
 		{"oversized extra string", VLLMSHA256, root, []ExtraKey{LoRAKey(strings.Repeat("x", 1<<16))}},
 		{"oversized embeds", VLLMSHA256CBOR, root, []ExtraKey{PromptEmbedsKey(make([]byte, 1<<16))}},
 		{"oversized mm identifier", VLLMXXHash, root, []ExtraKey{MMKey(strings.Repeat("x", 1<<16), 0)}},
+		{"oversized LoRA path", VLLMXXHash, root, []ExtraKey{TaggedLoRAKey("a", strings.Repeat("x", 1<<16))}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := tc.scheme.BlockDigest(tc.parent, tokens, tc.extra)
 			require.Error(t, err)
 		})
 	}
+	_, err = SGLangSHA256.LookaheadBlockDigest(Digest{}, tokens, nil, []uint32{1})
+	require.Error(t, err, "lookahead is vLLM's")
 	_, err = VLLMRoot(SGLangSHA256, "0")
 	require.Error(t, err)
 	_, err = VLLMRoot(VLLMSHA256, strings.Repeat("x", 1<<16))
@@ -125,6 +128,13 @@ func TestChainErrorsAndPartialBlocks(t *testing.T) {
 	assert.Equal(t, blocks, viaSeed)
 	_, err = VLLMChain(nil, SGLangSHA256, "0", nil, 2, nil)
 	require.Error(t, err)
+	_, err = Chain(nil, VLLMSHA256, root, []uint32{1, 2}, 1, &VLLMExtras{Lookahead: -1})
+	require.Error(t, err)
+	_, err = Chain(nil, VLLMSHA256, root, []uint32{1, 2}, 1, &VLLMExtras{Lookahead: 1, PromptEmbedsDigests: [][]byte{{1}}})
+	require.Error(t, err, "lookahead with prompt embeds is refused")
+	ahead, err := Chain(nil, VLLMSHA256, root, []uint32{1, 2, 3, 4, 5}, 2, &VLLMExtras{Lookahead: 2})
+	require.NoError(t, err)
+	assert.Len(t, ahead, 1, "the second block waits for its two lookahead tokens")
 }
 
 // BlockKeys follows vLLM's rules: LoRA everywhere, the salt on block 0,
@@ -149,8 +159,19 @@ func TestVLLMBlockKeys(t *testing.T) {
 		require.NoError(t, err)
 		assert.Equal(t, tc.want, got, "block %d", tc.block)
 	}
+	tagged := &VLLMExtras{LoRAName: "lora", LoRAPath: "/p", CacheSalt: "salt", Tagged: true}
+	got, err := tagged.BlockKeys(0, 4)
+	require.NoError(t, err)
+	assert.Equal(t, []ExtraKey{TaggedLoRAKey("lora", "/p"), SaltKey("salt").Tag()}, got)
+	look := &VLLMExtras{MM: []MMItem{{Identifier: "img", Offset: 5, Length: 4}}, Lookahead: 2}
+	got, err = look.BlockKeys(0, 4)
+	require.NoError(t, err)
+	assert.Equal(t, []ExtraKey{MMKey("img", 5)}, got, "the window [0, 6) reaches the item")
+	got, err = look.BlockKeys(1, 4)
+	require.NoError(t, err)
+	assert.Equal(t, []ExtraKey{MMKey("img", 1)}, got, "the cursor was rewound to the open item")
 	none := &VLLMExtras{}
-	got, err := none.BlockKeys(0, 4)
+	got, err = none.BlockKeys(0, 4)
 	require.NoError(t, err)
 	assert.Nil(t, got, "no extra keys is None, not an empty tuple")
 	_, err = x.BlockKeys(-1, 4)

@@ -25,7 +25,7 @@ func TestOracleVectors(t *testing.T) {
 			parent := root
 			for i, want := range c.Blocks {
 				block := tokens[i*c.BlockSize : (i+1)*c.BlockSize]
-				d, err := c.Scheme.BlockDigest(parent, block, want.extraKeys(t))
+				d, err := c.Scheme.LookaheadBlockDigest(parent, block, want.extraKeys(t), want.Lookahead)
 				require.NoError(t, err, "block %d", i)
 				require.Equal(t, want.Digest, d.String(), "block %d digest", i)
 				require.Equal(t, want.eventU64(t), c.Scheme.WireID(d), "block %d wire id", i)

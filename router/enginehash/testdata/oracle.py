@@ -34,12 +34,17 @@ Case JSON (input of batch, and each entry of generate's "chains"):
      "salt": "<cache salt>",                (SGLang, TensorRT-LLM; optional)
      "lora_id": <u64>,                      (TensorRT-LLM; optional)
      "block_size": N, "tokens": [u32...]  or  "tokens_golden": <count>,
-     "extras": {"lora": str, "salt": str, "mm": [[id, offset, length]...],
-                "embeds": [hex per block]}  (vLLM; optional)}
+     "extras": {"lora": str, "lora_path": str, "salt": str,
+                "mm": [[id, offset, length]...], "embeds": [hex per block],
+                "tagged": bool, "lookahead": int}  (vLLM; optional)}
 
 and its result adds "root" (hex, "" for SGLang's unsalted root) and
-"blocks": [{"extra_keys": [...] | null, "digest": hex, "event_int": int}]
-where each extra key is {"str": s} | {"mm": [id, offset]} | {"bytes": hex}.
+"blocks": [{"extra_keys": [...] | null, "digest": hex, "event_int": int,
+"tagged": true (if so), "lookahead": [tokens] (if so)}] where each extra key
+is {"lora": name, "path": path} | {"mm": [id, offset]} | {"salt": s} |
+{"embeds": hex}. "tagged" is vLLM 0.33's key form (("lora", name, path),
+("mm", id, offset), ("cache_salt", salt), ("prompt_embeds", digest));
+"lookahead" is its num_hash_lookahead_tokens (keys become (keys, *tokens)).
 "tokens_golden": n stands for tokens[i] = (i * 2654435761) mod 2**32, used
 for blocks too large to spell out.
 """
@@ -48,6 +53,7 @@ from __future__ import annotations
 
 import argparse
 import hashlib
+import importlib.util
 import json
 import pickle
 import random
@@ -82,6 +88,24 @@ VLLM_HASH_FNS: Dict[str, HashFn] = {
 }
 
 
+def use_vllm_hashing(path: str) -> None:
+    """Swap in vLLM's own sha256 / sha256_cbor / xxhash / xxhash_cbor, loaded
+    from one file: vllm/utils/hashing.py imports only hashlib, pickle, cbor2
+    and xxhash, so it loads without the rest of vLLM (or torch)."""
+    spec = importlib.util.spec_from_file_location("vllm_hashing", path)
+    if spec is None or spec.loader is None:
+        raise SystemExit(f"cannot load {path}")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    for scheme, name in [
+        ("vllm-sha256", "sha256"),
+        ("vllm-sha256-cbor", "sha256_cbor"),
+        ("vllm-xxhash", "xxhash"),
+        ("vllm-xxhash-cbor", "xxhash_cbor"),
+    ]:
+        VLLM_HASH_FNS[scheme] = module.get_hash_fn_by_name(name)
+
+
 def fresh_str(s: str) -> str:
     """A str object that is not shared with any other key, as a request's
     strings are (CPython's cached one-character and empty strings excepted,
@@ -90,13 +114,16 @@ def fresh_str(s: str) -> str:
     return out
 
 
-def vllm_block_extra_keys(
-    extras: Json, block: int, start: int, end: int, mm_idx: int
-) -> Tuple[Optional[Tuple[Any, ...]], int]:
-    """vLLM's per-block extra keys and the next multimodal cursor."""
-    keys: List[Any] = []
+# A semantic key: (kind, value, ...) with kind "lora" (name, path), "mm"
+# (identifier, offset in block), "salt" (salt) or "embeds" (digest).
+Key = Tuple[Any, ...]
+
+
+def vllm_block_keys(extras: Json, block: int, start: int, end: int, mm_idx: int) -> Tuple[List[Key], int]:
+    """vLLM's per-block extra keys (semantic) and the next multimodal cursor."""
+    keys: List[Key] = []
     if extras.get("lora"):
-        keys.append(fresh_str(extras["lora"]))
+        keys.append(("lora", extras["lora"], extras.get("lora_path", "")))
     mm: List[List[Any]] = extras.get("mm", [])
     while mm_idx < len(mm):
         ident, offset, length = mm[mm_idx]
@@ -105,30 +132,55 @@ def vllm_block_extra_keys(
         if start >= offset + length:
             mm_idx += 1
             continue
-        keys.append((fresh_str(ident), offset - start))
+        keys.append(("mm", ident, offset - start))
         if end >= offset + length:
             mm_idx += 1
             continue
         break
     if start == 0 and extras.get("salt"):
-        keys.append(fresh_str(extras["salt"]))
+        keys.append(("salt", extras["salt"]))
     if "embeds" in extras:
-        keys.append(bytes.fromhex(extras["embeds"][block]))
-    return (tuple(keys) if keys else None), mm_idx
+        keys.append(("embeds", bytes.fromhex(extras["embeds"][block])))
+    return keys, mm_idx
 
 
-def extra_keys_json(keys: Optional[Tuple[Any, ...]]) -> Optional[List[Json]]:
-    if keys is None:
-        return None
-    out: List[Json] = []
-    for k in keys:
-        if isinstance(k, str):
-            out.append({"str": k})
-        elif isinstance(k, tuple):
-            out.append({"mm": [k[0], k[1]]})
-        else:
-            out.append({"bytes": bytes(k).hex()})
-    return out
+def vllm_lookahead_block_keys(
+    extras: Json, block: int, start: int, end: int, lookahead: int, mm_idx: int
+) -> Tuple[List[Key], int]:
+    """The keys of the widened window, then the cursor rewound to the first
+    multimodal item still open at the block's end."""
+    keys, mm_idx = vllm_block_keys(extras, block, start, end + lookahead, mm_idx)
+    mm: List[List[Any]] = extras.get("mm", [])
+    while mm_idx > 0:
+        _, offset, length = mm[mm_idx - 1]
+        if offset + length <= end:
+            break
+        mm_idx -= 1
+    return keys, mm_idx
+
+
+def python_key(key: Key, tagged: bool) -> Any:
+    """The Python value vLLM hashes for one key. Request strings are fresh
+    objects; the tags are code constants (interned), as in vLLM."""
+    kind = key[0]
+    if kind == "lora":
+        return ("lora", fresh_str(key[1]), fresh_str(key[2])) if tagged else fresh_str(key[1])
+    if kind == "mm":
+        return ("mm", fresh_str(key[1]), key[2]) if tagged else (fresh_str(key[1]), key[2])
+    if kind == "salt":
+        return ("cache_salt", fresh_str(key[1])) if tagged else fresh_str(key[1])
+    return ("prompt_embeds", key[1]) if tagged else key[1]
+
+
+def key_json(key: Key) -> Json:
+    kind = key[0]
+    if kind == "lora":
+        return {"lora": key[1], "path": key[2]}
+    if kind == "mm":
+        return {"mm": [key[1], key[2]]}
+    if kind == "salt":
+        return {"salt": key[1]}
+    return {"embeds": bytes(key[1]).hex()}
 
 
 def case_tokens(case: Json) -> List[int]:
@@ -145,20 +197,35 @@ def run_vllm(case: Json) -> Json:
     fn = VLLM_HASH_FNS[case["scheme"]]
     root = fn(fresh_str(case["seed"]))
     tokens = case_tokens(case)
-    extras: Json = case.get("extras", {})
+    extras: Json = case.get("extras") or {}
+    tagged = bool(extras.get("tagged"))
+    lookahead = int(extras.get("lookahead", 0))
+    size = int(case["block_size"])
     parent = root
     mm_idx = 0
     blocks: List[Json] = []
-    for b, (start, end) in enumerate(full_blocks(tokens, int(case["block_size"]))):
-        keys, mm_idx = vllm_block_extra_keys(extras, b, start, end, mm_idx)
-        digest = fn((parent, tuple(tokens[start:end]), keys))
-        blocks.append(
-            {
-                "extra_keys": extra_keys_json(keys),
-                "digest": digest.hex(),
-                "event_int": int.from_bytes(digest, "big") & (2**64 - 1),
-            }
-        )
+    for b, (start, end) in enumerate(full_blocks(tokens, size)):
+        if end + lookahead > len(tokens):
+            break  # vLLM waits for the lookahead tokens
+        if lookahead:
+            keys, mm_idx = vllm_lookahead_block_keys(extras, b, start, end, lookahead, mm_idx)
+        else:
+            keys, mm_idx = vllm_block_keys(extras, b, start, end, mm_idx)
+        extra: Any = tuple(python_key(k, tagged) for k in keys) if keys else None
+        ahead = tokens[end : end + lookahead]
+        if lookahead:
+            extra = (extra, *ahead)
+        digest = fn((parent, tuple(tokens[start:end]), extra))
+        block: Json = {
+            "extra_keys": [key_json(k) for k in keys] if keys else None,
+            "digest": digest.hex(),
+            "event_int": int.from_bytes(digest, "big") & (2**64 - 1),
+        }
+        if tagged:
+            block["tagged"] = True
+        if lookahead:
+            block["lookahead"] = ahead
+        blocks.append(block)
         parent = digest
     return {"root": root.hex(), "blocks": blocks}
 
@@ -277,6 +344,25 @@ def cases() -> List[Json]:
             },
         )
         add(f"{scheme} empty and one-byte embeds digests", scheme=scheme, seed="0", block_size=2, tokens=toks(6), extras={"embeds": ["", "07", "07"]})
+        # vLLM 0.33: tagged keys (the "mm" tag repeats within a block).
+        add(
+            f"{scheme} tagged, every extra key",
+            scheme=scheme, seed=DEFAULT_VLLM_SEED, block_size=4, tokens=toks(12),
+            extras={
+                "tagged": True, "lora": "adapter-b", "lora_path": "/adapters/b",
+                "mm": [["mm-1", 1, 1], ["mm-2", 2, 3]], "salt": "s3cr3t",
+                "embeds": [hashlib.sha256(bytes([i])).hexdigest() for i in range(3)],
+            },
+        )
+        add(f"{scheme} tagged, lora without path", scheme=scheme, seed="0", block_size=4, tokens=toks(8), extras={"tagged": True, "lora": "a"})
+        add(f"{scheme} tagged, no keys", scheme=scheme, seed="0", block_size=4, tokens=toks(8), extras={"tagged": True})
+        # vLLM 0.33: lookahead hashing.
+        add(f"{scheme} lookahead 1", scheme=scheme, seed="0", block_size=4, tokens=toks(13), extras={"lookahead": 1})
+        add(
+            f"{scheme} lookahead 3, multimodal across the window, tagged",
+            scheme=scheme, seed=DEFAULT_VLLM_SEED, block_size=4, tokens=toks(19),
+            extras={"lookahead": 3, "tagged": True, "salt": "t", "mm": [["img", 5, 4], ["aud", 13, 2]]},
+        )
     # Pickle framing: a block whose pickle passes 64 KiB spans two frames.
     add("vllm-sha256 two pickle frames", scheme="vllm-sha256", seed="0", block_size=14000, tokens_golden=14000)
     add("vllm-sha256 frame at the boundary", scheme="vllm-sha256", seed="0", block_size=13100, tokens_golden=13100)
@@ -308,7 +394,14 @@ def generate() -> Json:
 def main(argv: Optional[List[str]] = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("mode", choices=["generate", "batch", "serve"])
+    parser.add_argument(
+        "--vllm-hashing",
+        metavar="PATH",
+        help="use the hash functions of vLLM's own vllm/utils/hashing.py (a file from a vLLM wheel) instead of this file's",
+    )
     args = parser.parse_args(argv)
+    if args.vllm_hashing:
+        use_vllm_hashing(args.vllm_hashing)
     if args.mode == "generate":
         # One chain a line: diffs stay readable, the file stays small.
         doc = generate()
