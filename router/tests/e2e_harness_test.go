@@ -370,3 +370,25 @@ func (r *router) rank(worker uint64, dpRank int) rankView {
 	r.t.Fatalf("worker %d has no rank %d", worker, dpRank)
 	return rankView{}
 }
+
+// getText GETs url and returns the status and body.
+func getText(t *testing.T, url string) (int, string) {
+	t.Helper()
+	req, err := http.NewRequestWithContext(t.Context(), "GET", url, nil)
+	require.NoError(t, err)
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	return resp.StatusCode, string(body)
+}
+
+func containsLine(text, line string) bool {
+	for l := range strings.SplitSeq(text, "\n") {
+		if l == line {
+			return true
+		}
+	}
+	return false
+}

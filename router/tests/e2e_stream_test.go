@@ -1,0 +1,156 @@
+package tests
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+)
+
+// A seq gap asks the engine's replay endpoint for the missing batches, in
+// both reply shapes; their blocks are indexed as if never lost.
+func TestE2EGapIsReplayed(t *testing.T) {
+	for _, shape := range []int{4, 3} {
+		t.Run(fmt.Sprintf("%d-frame replies", shape), func(t *testing.T) {
+			eng := startEngines(t)
+			r := startRouter(t, testConfig())
+			port := freePorts(t, 2)
+			eng.open("e", tcp(port), tcp(port+1), obj{"replay_shape": shape})
+			r.must(201, "POST", "/v1/workers", obj{"worker_id": 1, "model": "m", "endpoint": tcp(port), "replay_endpoint": tcp(port + 1)}, nil)
+			eng.waitSub("e")
+			toks := tokens(10, 24)
+			p1, p2 := int64(101), int64(103)
+			eng.send("e", []obj{stored(hashes(100, 2), nil, toks[:8], nil)}, nil)
+			eng.send("e", []obj{stored(hashes(102, 2), &p1, toks[8:16], nil)}, obj{"skip": true}) // lost on the way
+			eng.send("e", []obj{stored(hashes(104, 2), &p2, toks[16:], nil)}, nil)
+			r.waitRoute("m", toks, nil, "1", 6)
+			rv := r.rank(1, 0)
+			assert.Equal(t, 1, rv.Replayed)
+			assert.Equal(t, 0, rv.Gaps)
+			assert.Equal(t, "live", rv.State)
+		})
+	}
+}
+
+// Without replay a gap cannot be filled: the worker is degraded (blocks
+// cleared, scored by load only) until its new events rebuild it.
+func TestE2ELostGapDegradesTheWorker(t *testing.T) {
+	eng := startEngines(t)
+	cfg := testConfig()
+	cfg.Index.DegradedSettle = time.Hour // stays degraded for the test
+	r := startRouter(t, cfg)
+	port := freePorts(t, 1)
+	eng.open("e", tcp(port), "", nil)
+	r.must(201, "POST", "/v1/workers", obj{"worker_id": 1, "model": "m", "endpoint": tcp(port)}, nil)
+	r.must(201, "POST", "/v1/workers", obj{"worker_id": 2, "model": "m"}, nil)
+	eng.waitSub("e")
+	toks := tokens(10, 16)
+	eng.send("e", []obj{stored(hashes(100, 4), nil, toks, nil)}, nil)
+	r.waitRoute("m", toks, nil, "1", 4)
+	eng.send("e", []obj{stored(hashes(200, 1), nil, tokens(90, 4), nil)}, obj{"skip": true})
+	eng.send("e", []obj{stored(hashes(300, 1), nil, tokens(70, 4), nil)}, nil)
+	eventually(t, "the degraded state", func() bool { return r.rank(1, 0).State == "degraded" })
+	rv := r.rank(1, 0)
+	assert.Equal(t, 1, rv.Gaps)
+	assert.LessOrEqual(t, rv.Blocks, 1, "the blocks from before the gap were cleared")
+	d := r.route("m", toks, nil)
+	assert.Equal(t, "0", d.OverlapBlocks.String(), "a degraded worker's old prefix is not trusted")
+}
+
+// A seq back at 0 is a new engine process: its old blocks go.
+func TestE2EEngineRestartClearsTheWorker(t *testing.T) {
+	eng := startEngines(t)
+	r := startRouter(t, testConfig())
+	port := freePorts(t, 1)
+	eng.open("e", tcp(port), "", nil)
+	r.must(201, "POST", "/v1/workers", obj{"worker_id": 1, "model": "m", "endpoint": tcp(port)}, nil)
+	eng.waitSub("e")
+	old := tokens(10, 16)
+	eng.send("e", []obj{stored(hashes(100, 4), nil, old, nil)}, nil)
+	eng.send("e", []obj{stored(hashes(104, 1), nil, tokens(500, 4), nil)}, nil)
+	r.waitRoute("m", old, nil, "1", 4)
+	fresh := tokens(900, 8)
+	eng.send("e", []obj{stored(hashes(100, 2), nil, fresh, nil)}, obj{"seq": 0})
+	r.waitRoute("m", fresh, nil, "1", 2)
+	rv := r.rank(1, 0)
+	assert.Equal(t, 1, rv.Restarts)
+	assert.Equal(t, 2, rv.Blocks, "only the new process's blocks")
+	assert.Equal(t, "0", r.route("m", old, nil).OverlapBlocks.String())
+}
+
+// Malformed messages are counted and skipped; the subscriber goes on.
+func TestE2EMalformedFramesAreSkipped(t *testing.T) {
+	eng := startEngines(t)
+	r := startRouter(t, testConfig())
+	port := freePorts(t, 1)
+	eng.open("e", tcp(port), "", nil)
+	r.must(201, "POST", "/v1/workers", obj{"worker_id": 1, "model": "m", "endpoint": tcp(port)}, nil)
+	eng.waitSub("e")
+	for _, frames := range [][]string{
+		{"", "0000000000000000"},                                                 // two frames
+		{"", "00000000", "93cb41d000000000000090c0"},                             // a 4-byte seq
+		{"", "0000000000000000", "c1"},                                           // not MessagePack
+		{"", "0000000000000000", "93cb41d00000000000009181a474797065a3466f6fc0"}, // an unknown event tag
+	} {
+		eng.do(obj{"op": "raw", "name": "e", "frames": frames})
+	}
+	toks := tokens(10, 8)
+	eng.send("e", []obj{stored(hashes(100, 2), nil, toks, nil)}, nil)
+	r.waitRoute("m", toks, nil, "1", 2)
+	eventually(t, "the malformed count", func() bool { return r.rank(1, 0).Malformed >= 3 })
+	_, body := getText(t, r.url+"/metrics")
+	assert.Contains(t, body, `kvrouter_malformed_messages_total{dp_rank="0",model="m",tenant="",worker_id="1"}`)
+}
+
+// In enforce mode a worker whose hashes prove unstable is quarantined and
+// asked to replay; it is scored by load only.
+func TestE2EEnforceModeQuarantine(t *testing.T) {
+	eng := startEngines(t)
+	cfg := testConfig()
+	cfg.Index.StabilityMode = "enforce"
+	cfg.Index.QuarantineSettle = time.Hour
+	r := startRouter(t, cfg)
+	port := freePorts(t, 2)
+	eng.open("e", tcp(port), tcp(port+1), nil)
+	r.must(201, "POST", "/v1/workers", obj{"worker_id": 1, "model": "m", "endpoint": tcp(port), "replay_endpoint": tcp(port + 1)}, nil)
+	eng.waitSub("e")
+	toks := tokens(10, 8)
+	eng.send("e", []obj{stored(hashes(100, 2), nil, toks, nil)}, nil)
+	r.waitRoute("m", toks, nil, "1", 2)
+	// The same content under new ids: a random hash seed per process.
+	eng.send("e", []obj{stored(hashes(555, 2), nil, toks, nil)}, nil)
+	eventually(t, "the quarantine", func() bool { return r.rank(1, 0).State == "quarantined" })
+	assert.Equal(t, 1, r.rank(1, 0).Quarantines)
+	assert.Equal(t, "0", r.route("m", toks, nil).OverlapBlocks.String())
+	assert.Contains(t, r.logs.String(), "worker quarantined")
+	assert.Contains(t, r.logs.String(), "hash-stability.md")
+	eventually(t, "the replay request", func() bool {
+		_, body := getText(t, r.url+"/metrics")
+		return containsLine(body, "kvrouter_quarantine_replay_requests_total 1")
+	})
+}
+
+// One bound endpoint that engines connect to; the worker comes from the
+// topic.
+func TestE2EBoundEndpointResolvesWorkersFromTopics(t *testing.T) {
+	eng := startEngines(t)
+	port := freePorts(t, 1)
+	cfg := testConfig()
+	cfg.Bind = tcp(port)
+	cfg.BindModel = "m"
+	r := startRouter(t, cfg)
+	eng.open("a", tcp(port), "", obj{"bind": false, "topic": "7"})
+	eng.open("b", tcp(port), "", obj{"bind": false, "topic": "kv@10.0.0.5:8000@m"})
+	eng.waitSub("a")
+	eng.waitSub("b")
+	eng.send("a", []obj{stored(hashes(100, 2), nil, tokens(10, 8), nil)}, nil)
+	eng.send("b", []obj{stored(hashes(200, 3), nil, tokens(300, 12), nil)}, nil)
+	r.waitRoute("m", tokens(10, 8), nil, "7", 2)
+	var d decision
+	eventually(t, "the llm-d topic's worker", func() bool {
+		d = r.route("m", tokens(300, 12), nil)
+		return d.OverlapBlocks.String() == "3"
+	})
+	assert.NotEqual(t, "7", d.WorkerID.String())
+}
