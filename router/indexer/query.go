@@ -3,6 +3,7 @@ package indexer
 import (
 	"fmt"
 	"slices"
+	"sync"
 
 	"github.com/kvhash/kvhash/core"
 )
@@ -50,23 +51,35 @@ func (x *Indexer) index(key ModelKey) (*core.Index, error) {
 // load only. With all=true they are included (Dynamo's /query shows the
 // index as it is).
 func (x *Indexer) Overlaps(key ModelKey, local []uint64, all bool) ([]Overlap, error) {
+	return x.AppendOverlaps(nil, key, local, all)
+}
+
+// AppendOverlaps is Overlaps appending to dst (no allocation when dst has
+// room; the routing path reuses its buffers).
+func (x *Indexer) AppendOverlaps(dst []Overlap, key ModelKey, local []uint64, all bool) ([]Overlap, error) {
 	ix, err := x.index(key)
 	if err != nil {
-		return nil, err
+		return dst, err
 	}
-	var buf [32]core.Match
-	matches := ix.AppendMatches(buf[:0], local, false)
-	out := make([]Overlap, 0, len(matches))
+	sc := matchPool.Get().(*[]core.Match)
+	matches := ix.AppendMatches((*sc)[:0], local, false)
 	x.mu.RLock()
 	for _, m := range matches {
 		if !all && x.stateLocked(m.Worker) != StateLive {
 			continue
 		}
-		out = append(out, Overlap{Worker: m.Worker, Blocks: m.Score, TreeSize: m.TreeSize})
+		dst = append(dst, Overlap{Worker: m.Worker, Blocks: m.Score, TreeSize: m.TreeSize})
 	}
 	x.mu.RUnlock()
-	return out, nil
+	*sc = matches
+	matchPool.Put(sc)
+	if dst == nil {
+		dst = []Overlap{}
+	}
+	return dst, nil
 }
+
+var matchPool = sync.Pool{New: func() any { s := make([]core.Match, 0, 64); return &s }}
 
 // stateLocked returns a rank's state; unknown ranks count as live (the
 // index only holds ranks the registry created).

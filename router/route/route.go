@@ -76,6 +76,15 @@ type Decision struct {
 	Candidates    []Candidate `json:"candidates"`
 }
 
+// scratch holds one Route call's reusable buffers.
+type scratch struct {
+	local    []uint64
+	cands    []indexer.Candidate
+	overlaps []indexer.Overlap
+}
+
+var scratchPool = sync.Pool{New: func() any { return new(scratch) }}
+
 // Router chooses workers with Dynamo's cost and tracks each worker
 // rank's active load. It is safe for concurrent use.
 type Router struct {
@@ -129,21 +138,28 @@ func (r *Router) Route(req Request) (Decision, error) {
 		return Decision{}, fmt.Errorf("route: %w", err)
 	}
 	key := indexer.ModelKey{Model: req.Model, Tenant: req.Tenant}
-	local, err := r.ix.HashPrompt(req.TokenIDs, indexer.PromptOptions{LoraName: req.LoraName, CacheSalt: req.CacheSalt})
+	sc := scratchPool.Get().(*scratch)
+	defer scratchPool.Put(sc)
+	local, err := r.ix.AppendPromptHashes(sc.local[:0], req.TokenIDs, indexer.PromptOptions{LoraName: req.LoraName, CacheSalt: req.CacheSalt})
 	if err != nil {
 		return Decision{}, fmt.Errorf("route: %w", err)
 	}
-	cands, err := r.ix.Candidates(key)
+	sc.local = local
+	cands, err := r.ix.AppendCandidates(sc.cands[:0], key)
 	if err != nil {
 		return Decision{}, fmt.Errorf("route: %w", err)
 	}
+	sc.cands = cands
 	if len(cands) == 0 {
 		return Decision{}, fmt.Errorf("route: %w: model %q tenant %q has no healthy worker", ErrNoCandidates, req.Model, req.Tenant)
 	}
-	overlaps, err := r.ix.Overlaps(key, local, false)
+	overlaps, err := r.ix.AppendOverlaps(sc.overlaps[:0], key, local, false)
 	if err != nil {
 		return Decision{}, fmt.Errorf("route: %w", err)
 	}
+	sc.overlaps = overlaps
+	// The sequence hashes are kept with the request (its load): a fresh
+	// slice, not scratch.
 	seq := core.SequenceHashes(local)
 	id := req.RequestID
 	if id == "" {
