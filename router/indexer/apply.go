@@ -16,6 +16,9 @@ type applier struct {
 	r       *rank
 	src     *ingest.Source // nil for HTTP events: no replay to ask for
 	eventID uint64
+	// replay: a quarantine wants the stream replayed. It is asked for
+	// once the rank's mutex is released: the requester may call back.
+	replay *ingest.Source
 }
 
 func (a *applier) engineEvent(ev *ingest.Event) {
@@ -330,16 +333,20 @@ func (a *applier) quarantine(se *core.StabilityError, err error) {
 		"; its blocks were cleared and it is scored by load only until its events apply cleanly",
 		"worker_id", r.w.ID, "dp_rank", r.w.DPRank, "model", a.w.key.Model,
 		"settle", a.x.opts.QuarantineSettle.String(), "error", err.Error(), "fix", stabilityFix)
-	if a.src == nil || a.x.opts.Replay == nil {
+	if a.src != nil && a.x.opts.Replay != nil {
+		src := *a.src
+		a.replay = &src
+	}
+}
+
+// requestReplay asks the stream of a quarantined rank for everything its
+// engine still buffers. Called without locks held.
+func (x *Indexer) requestReplay(src ingest.Source, r core.Worker) {
+	if err := x.opts.Replay.RequestReplay(src, 0); err != nil {
+		x.opts.Logger.Warn("kvrouter: replay request for a quarantined worker failed",
+			"worker_id", r.ID, "dp_rank", r.DPRank, "error", err.Error())
 		return
 	}
-	src := *a.src
-	src.DPRank = r.w.DPRank
-	if rerr := a.x.opts.Replay.RequestReplay(src, 0); rerr != nil {
-		a.x.opts.Logger.Warn("kvrouter: replay request for a quarantined worker failed",
-			"worker_id", r.w.ID, "dp_rank", r.w.DPRank, "error", rerr.Error())
-		return
-	}
-	a.x.opts.Logger.Info("kvrouter: replay requested for the quarantined worker",
-		"worker_id", r.w.ID, "dp_rank", r.w.DPRank)
+	x.opts.Logger.Info("kvrouter: replay requested for the quarantined worker",
+		"worker_id", r.ID, "dp_rank", r.DPRank)
 }

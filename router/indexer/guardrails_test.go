@@ -129,3 +129,21 @@ func TestApplyEventFromHTTPPublishers(t *testing.T) {
 	require.NoError(t, f.ix.ApplyEvent(1, core.Event{ID: 3, DPRank: 1, Kind: core.EventCleared}))
 	assert.Equal(t, uint64(1), f.rankInfo(1, 1).Events[KindCleared][OutcomeApplied])
 }
+
+// The replay requester may call back into the indexer (the serve layer
+// reads the worker to find its stream): it runs with no lock held.
+func TestReplayRequesterMayCallBack(t *testing.T) {
+	var f *fixture
+	var seen RankInfo
+	f = newFixture(t, func(o *Options) {
+		o.Mode = core.ModeEnforce
+		o.Replay = ReplayFunc(func(src ingest.Source, from uint64) error {
+			seen = f.rankInfo(src.WorkerID, src.DPRank)
+			return errors.New("no replay endpoint")
+		})
+	})
+	f.addWorker(1, "m", 1)
+	f.send(src(1, "m", 0), removed(5)) // block_not_found, enforced
+	assert.Equal(t, StateQuarantined, seen.State)
+	assert.Equal(t, 1, f.logs.count(slog.LevelWarn, "error", "no replay endpoint"))
+}

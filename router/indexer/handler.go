@@ -25,11 +25,19 @@ func (x *Indexer) HandleBatch(src ingest.Source, b *ingest.Batch) {
 	if r == nil {
 		return
 	}
+	if replay := x.applyBatch(src, w, r, b); replay != nil {
+		x.requestReplay(*replay, r.w)
+	}
+}
+
+// applyBatch applies a batch with the rank's mutex held and returns the
+// stream to replay, if a quarantine wants one.
+func (x *Indexer) applyBatch(src ingest.Source, w *worker, r *rank, b *ingest.Batch) *ingest.Source {
 	now := x.now()
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.gone {
-		return
+		return nil
 	}
 	r.haveSeq, r.lastSeq, r.lastEventAt = true, b.Seq, now
 	r.lag = 0
@@ -42,6 +50,7 @@ func (x *Indexer) HandleBatch(src ingest.Source, b *ingest.Batch) {
 		a.engineEvent(&b.Events[i])
 	}
 	x.settleLocked(r, now)
+	return a.replay
 }
 
 // HandleStream records what happened to a stream: restarts clear the rank,
