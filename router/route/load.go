@@ -15,9 +15,12 @@ import (
 type loadTable struct {
 	requests map[string]*request
 	ranks    map[core.Worker]*rankLoad
-	// order: requests in routing order, for expiry (entries of freed
-	// requests are skipped when reached).
+	// order: requests in routing order, for expiry. Entries of freed
+	// requests (dead) are skipped when reached, and dropped in one pass
+	// once they outnumber the live ones, so the queue stays O(active)
+	// however high the request rate.
 	order []orderEntry
+	dead  int
 }
 
 type request struct {
@@ -94,11 +97,24 @@ func (t *loadTable) prefillDone(id string) bool {
 }
 
 func (t *loadTable) free(id string) bool {
+	if !t.release(id) {
+		return false
+	}
+	if t.dead > 1024 && t.dead > len(t.requests) {
+		t.order = slices.DeleteFunc(t.order, func(e orderEntry) bool { return t.requests[e.id] != e.req })
+		t.dead = 0
+	}
+	return true
+}
+
+// release ends a request's load; its order entry becomes dead.
+func (t *loadTable) release(id string) bool {
 	rq, ok := t.requests[id]
 	if !ok {
 		return false
 	}
 	delete(t.requests, id)
+	t.dead++
 	rl := t.ranks[rq.worker]
 	rl.requests--
 	rl.prefillTokens -= rq.prefillTokens
@@ -122,12 +138,13 @@ func (t *loadTable) expire(cutoff time.Time) int {
 			break
 		}
 		if t.requests[e.id] == e.req { // still active (not freed, not reused)
-			t.free(e.id)
+			t.release(e.id)
 			n++
 		}
+		t.dead-- // freed before, or just now
 	}
 	t.order = t.order[i:]
-	// Compact the queue once mostly consumed, so it does not grow forever.
+	// Release the consumed head's memory once it is most of the array.
 	if cap(t.order) > 1024 && len(t.order) < cap(t.order)/4 {
 		t.order = slices.Clone(t.order)
 	}

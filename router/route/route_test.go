@@ -242,3 +242,22 @@ func TestTemperatureSamplesTheSoftmax(t *testing.T) {
 	want := math.E / (math.E + 1)
 	assert.InDelta(t, want, float64(picked)/n, 0.04)
 }
+
+// Freed requests do not pile up in the expiry queue at high rates.
+func TestExpiryQueueStaysBounded(t *testing.T) {
+	f := newFixture(t, 2, Options{})
+	_, err := f.r.Route(Request{Model: "m", TokenIDs: tokens(1, 8), RequestID: "long-lived"})
+	require.NoError(t, err)
+	for range 5000 {
+		d, err := f.r.Route(Request{Model: "m", TokenIDs: tokens(1, 8)})
+		require.NoError(t, err)
+		require.True(t, f.r.Free(d.RequestID))
+	}
+	f.r.mu.Lock()
+	queued := len(f.r.load.order)
+	f.r.mu.Unlock()
+	assert.LessOrEqual(t, queued, 1100)
+	f.clock.Advance(DefaultRequestTTL + time.Second)
+	assert.Equal(t, 1, f.r.Expire(), "the live request still expires")
+	assert.Zero(t, f.r.Stats().ActiveRequests)
+}
