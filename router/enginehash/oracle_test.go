@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"math/rand/v2"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"testing"
 	"unicode/utf8"
@@ -215,4 +216,20 @@ func reparse(t *testing.T, c oracleCase) oracleCase {
 	var out oracleCase
 	require.NoError(t, dec.Decode(&out))
 	return out
+}
+
+// With KVHASH_VLLM_DIR pointing at an unpacked vLLM wheel (`make
+// enginehash-vllm-check` downloads one into build/), the committed vLLM
+// vectors are also checked against vLLM's own kv_cache_utils.py and
+// hashing.py, run as they are. Skipped otherwise: the wheel is 300+ MB.
+func TestVectorsAgainstVLLMSource(t *testing.T) {
+	dir := os.Getenv("KVHASH_VLLM_DIR")
+	if dir == "" {
+		t.Skip("KVHASH_VLLM_DIR not set (make enginehash-vllm-check)")
+	}
+	cmd := exec.Command(oraclePython(t), filepath.Join("testdata", "vllm_check.py"), "--vllm-dir", dir)
+	out, err := cmd.CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	t.Logf("%s", bytes.TrimSpace(out))
+	require.Contains(t, string(out), " 0 mismatches")
 }
