@@ -20,25 +20,35 @@ type api struct {
 	cfg     Config
 	log     *slog.Logger
 	created int64
+	metrics *metrics
+	health  *HealthSwitch
 }
 
 // NewHandler returns the HTTP API of an engine:
 //
 //	POST /v1/completions, POST /v1/chat/completions, POST /tokenize,
-//	GET /health, GET /v1/models, POST /reset_prefix_cache, GET /kvmock/stats
-func NewHandler(e *Engine, log *slog.Logger) http.Handler {
+//	GET /health, GET /v1/models, GET /metrics, POST /reset_prefix_cache,
+//	GET /kvmock/stats, POST /kvmock/health
+//
+// health may be nil (always healthy).
+func NewHandler(e *Engine, health *HealthSwitch, log *slog.Logger) http.Handler {
 	if log == nil {
 		log = slog.Default()
 	}
-	a := &api{engine: e, cfg: e.Config(), log: log, created: time.Now().Unix()}
+	if health == nil {
+		health = &HealthSwitch{}
+	}
+	a := &api{engine: e, cfg: e.Config(), log: log, created: time.Now().Unix(), metrics: newMetrics(e), health: health}
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /v1/completions", a.completions)
 	mux.HandleFunc("POST /v1/chat/completions", a.chatCompletions)
 	mux.HandleFunc("POST /tokenize", a.tokenize)
-	mux.HandleFunc("GET /health", func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusOK) })
+	mux.HandleFunc("GET /health", a.healthCheck)
 	mux.HandleFunc("GET /v1/models", a.models)
+	mux.Handle("GET /metrics", a.metrics.handler())
 	mux.HandleFunc("POST /reset_prefix_cache", a.resetPrefixCache)
 	mux.HandleFunc("GET /kvmock/stats", a.stats)
+	mux.HandleFunc("POST /kvmock/health", a.setHealth)
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, fmt.Sprintf("no route %s %s", r.Method, r.URL.Path))
 	})

@@ -19,7 +19,7 @@ import (
 func startAPI(t *testing.T, cfg Config) (*httptest.Server, *Engine) {
 	t.Helper()
 	e, _ := newTestEngine(t, cfg)
-	srv := httptest.NewServer(NewHandler(e, nil))
+	srv := httptest.NewServer(NewHandler(e, nil, nil))
 	t.Cleanup(srv.Close)
 	return srv, e
 }
@@ -395,6 +395,60 @@ func TestResetPrefixCacheAndStats(t *testing.T) {
 	st := decodeInto[EngineState](t, b)
 	assert.Equal(t, uint64(1), st.Stats.Requests)
 	assert.Equal(t, 64, st.Cache.NumBlocks)
+}
+
+func TestHealthSwitch(t *testing.T) {
+	e, _ := newTestEngine(t, testConfig())
+	health := &HealthSwitch{}
+	srv := httptest.NewServer(NewHandler(e, health, nil))
+	defer srv.Close()
+	status := func() int {
+		resp, err := http.Get(srv.URL + "/health")
+		require.NoError(t, err)
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	require.Equal(t, http.StatusOK, status())
+
+	resp, b := post(t, srv.URL+"/kvmock/health", `{"healthy":false}`)
+	require.Equal(t, http.StatusOK, resp.StatusCode, string(b))
+	assert.False(t, health.Healthy())
+	assert.Equal(t, http.StatusServiceUnavailable, status())
+	// A sick engine still serves what it is sent (it is the router's job
+	// to stop sending).
+	resp, _ = post(t, srv.URL+"/v1/completions", `{"prompt":[1,2],"max_tokens":1}`)
+	assert.Equal(t, http.StatusOK, resp.StatusCode)
+
+	health.SetHealthy(true)
+	assert.Equal(t, http.StatusOK, status())
+	resp, _ = post(t, srv.URL+"/kvmock/health", `{}`)
+	assert.Equal(t, http.StatusBadRequest, resp.StatusCode)
+}
+
+func TestMetricsUseVLLMsNames(t *testing.T) {
+	srv, _ := startAPI(t, testConfig())
+	prompt := `{"prompt":[1,2,3,4,5,6,7,8,9],"max_tokens":2}`
+	post(t, srv.URL+"/v1/completions", prompt)
+	post(t, srv.URL+"/v1/completions", prompt)
+	resp, err := http.Get(srv.URL + "/metrics")
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	text := string(b)
+	for _, line := range []string{
+		`vllm:num_requests_running{engine="0",model_name="kvmock"} 0`,
+		`vllm:num_requests_waiting{engine="0",model_name="kvmock"} 0`,
+		`vllm:kv_cache_usage_perc{engine="0",model_name="kvmock"} 0`,
+		`vllm:prefix_cache_queries_total{engine="0",model_name="kvmock"} 18`,
+		`vllm:prefix_cache_hits_total{engine="0",model_name="kvmock"} 8`,
+		`vllm:prompt_tokens_total{engine="0",model_name="kvmock"} 18`,
+		`vllm:generation_tokens_total{engine="0",model_name="kvmock"} 4`,
+		`vllm:request_success_total{engine="0",model_name="kvmock"} 2`,
+		`vllm:time_to_first_token_seconds_count{engine="0",model_name="kvmock"} 2`,
+	} {
+		assert.Contains(t, text, line)
+	}
 }
 
 func TestOversizedBodyIsRefused(t *testing.T) {

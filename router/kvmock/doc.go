@@ -17,7 +17,13 @@
 //	                           continue_final_message; answers {"count",
 //	                           "max_model_len","tokens","token_strs"}
 //	GET  /health, GET /v1/models, POST /reset_prefix_cache (AllBlocksCleared)
+//	GET  /metrics              vLLM's Prometheus names: vllm:num_requests_running,
+//	                           _waiting, vllm:kv_cache_usage_perc,
+//	                           vllm:prefix_cache_queries_total / _hits_total (tokens),
+//	                           vllm:time_to_first_token_seconds, ...
 //	GET  /kvmock/stats         kvmock's own: running, waiting, cache, counters
+//	POST /kvmock/health        {"healthy": false} makes /health answer 503 (a sick
+//	                           engine that keeps its cache), true restores it
 //
 // Errors are OpenAI JSON ({"error":{"message","type","param","code"}});
 // an unknown model name is a 404, as in vLLM. Every generation reports

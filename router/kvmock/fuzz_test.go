@@ -75,7 +75,7 @@ func FuzzHandler(f *testing.F) {
 	if err != nil {
 		f.Fatal(err)
 	}
-	h := NewHandler(e, nil)
+	h := NewHandler(e, nil, nil)
 	f.Fuzz(func(t *testing.T, body string) {
 		for _, path := range []string{"/v1/completions", "/v1/chat/completions", "/tokenize"} {
 			rec := httptest.NewRecorder()

@@ -65,6 +65,9 @@ func (a *api) generate(w http.ResponseWriter, r *http.Request, p genParams, f fl
 		a.failed(w, r, err)
 		return
 	}
+	if len(res.Tokens) > 0 {
+		a.metrics.ttft.Observe(res.Timings.TTFTMs / 1000)
+	}
 	var text strings.Builder
 	for _, t := range res.Tokens {
 		text.WriteString(t.Text)
@@ -79,6 +82,7 @@ func (a *api) stream(w http.ResponseWriter, r *http.Request, p genParams, f flav
 	last := p.req.MaxTokens - 1
 	emit := func(tok Token, tm Timings) error {
 		if sse == nil {
+			a.metrics.ttft.Observe(tm.TTFTMs / 1000)
 			setTimingHeaders(w.Header(), tm)
 			sse = startSSE(w)
 		}

@@ -36,6 +36,8 @@ func errorType(status int) string {
 		return "MethodNotAllowed"
 	case http.StatusRequestEntityTooLarge:
 		return "RequestEntityTooLarge"
+	case http.StatusServiceUnavailable:
+		return "ServiceUnavailableError"
 	}
 	return "InternalServerError"
 }

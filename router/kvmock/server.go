@@ -13,6 +13,9 @@ type Server struct {
 	Engine    *Engine
 	Publisher *Publisher
 	Handler   http.Handler
+	// Health is what GET /health answers; tests and demos flip it to
+	// take the engine out of a router's rotation without stopping it.
+	Health *HealthSwitch
 	// Root is the engine's root digest (vLLM's NONE_HASH): fixed by the
 	// seed, or random per start with Unstable.
 	Root Digest
@@ -45,7 +48,8 @@ func NewServer(cfg Config, log *slog.Logger) (*Server, error) {
 		return nil, errors.Join(err, s.Close())
 	}
 	s.Engine = e
-	s.Handler = NewHandler(e, log)
+	s.Health = &HealthSwitch{}
+	s.Handler = NewHandler(e, s.Health, log)
 	return s, nil
 }
 
