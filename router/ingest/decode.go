@@ -162,7 +162,7 @@ func (dec *Decoder) events(b *Batch) (unknown int, err error) {
 		ev := &b.Events[len(b.Events)-1]
 		known, err := dec.event(ev)
 		if err != nil {
-			return 0, at("event "+strconv.Itoa(i), err)
+			return 0, atEvent(i, err)
 		}
 		if !known {
 			b.Events = b.Events[:len(b.Events)-1]

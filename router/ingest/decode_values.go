@@ -57,6 +57,9 @@ func (dec *Decoder) peek() (byte, error) {
 	if err != nil {
 		return 0, errTruncated
 	}
+	if c == msgpcode.Nil+1 { // 0xc1: "never used" in the MessagePack spec
+		return 0, &fieldError{reason: ReasonMsgpack, err: errors.New("invalid MessagePack code 0xc1")}
+	}
 	return c, nil
 }
 

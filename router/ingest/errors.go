@@ -3,6 +3,7 @@ package ingest
 import (
 	"errors"
 	"fmt"
+	"strconv"
 )
 
 // MalformedReason says why a message was not delivered; each reason is one
@@ -119,6 +120,17 @@ func at(p string, err error) error {
 		return fe
 	}
 	return &fieldError{reason: ReasonMsgpack, path: p, err: err}
+}
+
+// atEvent prefixes err's path with the event's index: "event 3: " then
+// the field ("BlockStored.token_ids[5]").
+func atEvent(i int, err error) error {
+	var fe *fieldError
+	if !errors.As(err, &fe) {
+		fe = &fieldError{reason: ReasonMsgpack, err: err}
+	}
+	fe.path = "event " + strconv.Itoa(i) + ": " + fe.path
+	return fe
 }
 
 // toDecodeError turns a fieldError (or a raw read error) into the exported

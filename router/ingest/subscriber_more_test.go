@@ -1,0 +1,242 @@
+package ingest
+
+import (
+	"encoding/hex"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func hexFrames(frames ...[]byte) []string {
+	out := make([]string, len(frames))
+	for i, f := range frames {
+		out[i] = hex.EncodeToString(f)
+	}
+	return out
+}
+
+func TestSubscriberSkipsMalformedMessagesAndGoesOn(t *testing.T) {
+	e := startEngine(t)
+	rec := newRecorder()
+	s := newTestSubscriber(t, rec)
+	sub := openEngine(t, e, "e", 0, nil)
+	subscribeReady(t, s, e, "e", sub)
+
+	e.send("e", batchOf(storedEv([]uint64{1}, nil, 0))) // seq 0
+	rec.waitFor(t, "seq 0", func() bool { return len(rec.batches) == 1 })
+
+	topic := []byte("kv")
+	raw := func(frames ...[]byte) {
+		e.do(map[string]any{"op": "raw", "name": "e", "frames": hexFrames(frames...)})
+	}
+	raw(topic, seqBytes(1))                                      // 2 frames
+	raw(topic, []byte{1, 2, 3}, []byte{0x90})                    // a 3-byte seq
+	raw(topic, seqBytes(1), []byte{0xc1})                        // not MessagePack (0xc1 is never used)
+	raw(topic, seqBytes(2), []byte{0x92, 0xcb})                  // truncated
+	raw(topic, seqBytes(3), []byte{0x92, 0xa1, 'x', 0x90})       // ts is a string
+	raw(topic, seqBytes(4), []byte{0x92, 0x00, 0x91, 0x91, 0xa3, 'F', 'o', 'o'}) // unknown tag, alone
+	raw(topic, seqBytes(5), []byte{0x92, 0x00, 0x91, 0x92, 0xab, 'B', 'l', 'o', 'c', 'k', 'S', 't', 'o', 'r', 'e', 'd', 0xa1, 'x'}) // wrong type
+	e.do(map[string]any{"op": "send", "name": "e", "seq": 6, "events": []map[string]any{storedEv([]uint64{2}, nil, 0)}})
+	e.do(map[string]any{"op": "send", "name": "e", "events": []map[string]any{
+		{"type": "BlockMoved", "block_hashes": []uint64{9}}, {"type": "BlockRemoved", "block_hashes": []uint64{1}}}})
+
+	rec.waitFor(t, "the batches after the bad ones", func() bool {
+		return len(rec.batches) == 4 && rec.countLocked(StreamMalformed) == 8
+	})
+	// Seq 4 held only an unknown kind: delivered empty. Seq 7 lost only
+	// its unknown event.
+	assert.Equal(t, []uint64{0, 4, 6, 7}, rec.seqs())
+	rec.mu.Lock()
+	assert.Empty(t, rec.batches[1].b.Events)
+	require.Len(t, rec.batches[3].b.Events, 1)
+	assert.Equal(t, BlockRemoved, rec.batches[3].b.Events[0].Kind)
+	rec.mu.Unlock()
+
+	st := s.Stats()
+	assert.Equal(t, uint64(1), st.Malformed(ReasonFrames))
+	assert.Equal(t, uint64(1), st.Malformed(ReasonSeq))
+	assert.Equal(t, uint64(2), st.Malformed(ReasonMsgpack))
+	assert.Equal(t, uint64(2), st.Malformed(ReasonWrongType))
+	assert.Equal(t, uint64(2), st.Malformed(ReasonUnknownTag))
+	assert.Equal(t, uint64(2), st.UnknownEvents.Load())
+	// Each undecodable batch with a seq is a lost seq: the index is told.
+	var lost []string
+	for _, ev := range rec.streamEvents(StreamGapLost) {
+		lost = append(lost, strconv.FormatUint(ev.From, 10)+"-"+strconv.FormatUint(ev.To, 10))
+	}
+	assert.Equal(t, []string{"1-2", "2-3", "3-4", "5-6"}, lost)
+	var where []string
+	for _, ev := range rec.streamEvents(StreamMalformed) {
+		where = append(where, ev.Err.Error())
+	}
+	assert.Contains(t, strings.Join(where, "\n"), "event 0: BlockStored.block_hashes: want an array, got string")
+}
+
+func TestSubscriberDataParallelRanksOnPortPlusRank(t *testing.T) {
+	e := startEngine(t)
+	rec := newRecorder()
+	s := newTestSubscriber(t, rec)
+	port := freePorts(t, 2)
+	rport := freePorts(t, 2)
+	for r := range 2 {
+		e.do(map[string]any{"op": "open", "name": "r" + strconv.Itoa(r), "endpoint": tcp(port + r),
+			"replay": tcp(rport + r), "topic": "kv"})
+	}
+	srcs, err := s.Subscribe(Subscription{Model: "m", WorkerID: 7, Endpoint: tcp(port),
+		ReplayEndpoint: tcp(rport), DPSize: 2, Topic: "kv"})
+	require.NoError(t, err)
+	require.Len(t, srcs, 2)
+	assert.Equal(t, tcp(port+1), srcs[1].Endpoint)
+	for r := range 2 {
+		e.do(map[string]any{"op": "wait_sub", "name": "r" + strconv.Itoa(r)})
+	}
+	e.send("r0", map[string]any{"dp_rank": 0, "events": []map[string]any{storedEv([]uint64{100}, nil, 0)}})
+	e.send("r1", map[string]any{"dp_rank": 1, "events": []map[string]any{storedEv([]uint64{200}, nil, 0)}})
+	// A gap on rank 1 only is replayed from rank 1's replay port.
+	e.send("r1", map[string]any{"skip": true, "dp_rank": 1, "events": []map[string]any{storedEv([]uint64{201}, nil, 0)}})
+	e.send("r1", map[string]any{"dp_rank": 1, "events": []map[string]any{storedEv([]uint64{202}, nil, 0)}})
+
+	rec.waitFor(t, "4 batches", func() bool { return len(rec.batches) == 4 && rec.countLocked(StreamGapReplayed) == 1 })
+	rec.mu.Lock()
+	defer rec.mu.Unlock()
+	byRank := map[uint32][]uint64{}
+	for _, b := range rec.batches {
+		byRank[b.src.DPRank] = append(byRank[b.src.DPRank], b.b.Events[0].BlockHashes[0])
+		if b.b.DPRank != nil {
+			assert.Equal(t, b.src.DPRank, *b.b.DPRank)
+		}
+	}
+	assert.Equal(t, map[uint32][]uint64{0: {100}, 1: {200, 201, 202}}, byRank)
+	for _, st := range rec.streams {
+		if st.ev.Kind == StreamGapReplayed {
+			assert.Equal(t, uint32(1), st.src.DPRank)
+		}
+	}
+}
+
+func TestSubscriberBoundEndpointTakesTheSourceFromTheTopic(t *testing.T) {
+	e := startEngine(t)
+	rec := newRecorder()
+	s := newTestSubscriber(t, rec)
+	pods := map[string]uint64{"10.0.0.1:8000": 1, "10.0.0.2:8000": 2}
+	addr, err := s.Bind(Binding{
+		Endpoint: "tcp://127.0.0.1:0",
+		Topic:    "kv@",
+		Resolve: func(topic string) (Source, bool) {
+			pod, model, ok := ParseLLMDTopic(topic)
+			id, known := pods[pod]
+			if !ok || !known {
+				return Source{}, false
+			}
+			return Source{Model: model, WorkerID: id}, true
+		},
+	})
+	require.NoError(t, err)
+	ep := "tcp://" + addr.String()
+	for name, topic := range map[string]string{"a": "kv@10.0.0.1:8000@llama", "b": "kv@10.0.0.2:8000@qwen", "x": "kv@10.9.9.9:1@llama"} {
+		e.do(map[string]any{"op": "open", "name": name, "endpoint": ep, "bind": false, "topic": topic})
+		e.do(map[string]any{"op": "wait_sub", "name": name})
+	}
+	e.send("a", batchOf(storedEv([]uint64{1}, nil, 0)))
+	e.send("b", batchOf(storedEv([]uint64{2}, nil, 0)))
+	e.send("x", batchOf(storedEv([]uint64{3}, nil, 0)))
+	e.send("a", batchOf(storedEv([]uint64{4}, nil, 0)))
+
+	rec.waitFor(t, "3 batches", func() bool { return len(rec.batches) == 3 })
+	require.Eventually(t, func() bool { return s.Stats().Malformed(ReasonUnknownTopic) == 1 }, 5*time.Second, 10*time.Millisecond)
+	rec.mu.Lock()
+	defer rec.mu.Unlock()
+	got := map[string][]uint64{}
+	for _, b := range rec.batches {
+		key := b.src.Model + "/" + strconv.FormatUint(b.src.WorkerID, 10) + "/" + b.src.Topic
+		got[key] = append(got[key], b.b.Seq)
+	}
+	assert.Equal(t, map[string][]uint64{
+		"llama/1/kv@10.0.0.1:8000@llama": {0, 1},
+		"qwen/2/kv@10.0.0.2:8000@qwen":   {0},
+	}, got)
+	assert.Equal(t, 2, rec.countLocked(StreamConnected))
+}
+
+func TestSubscriberRequestReplayDeliversAgain(t *testing.T) {
+	e := startEngine(t)
+	rec := newRecorder()
+	s := newTestSubscriber(t, rec)
+	sub := openEngine(t, e, "e", 4, nil)
+	subscribeReady(t, s, e, "e", sub)
+	for i := range 3 {
+		e.send("e", batchOf(storedEv([]uint64{uint64(i + 1)}, nil, 0)))
+	}
+	rec.waitFor(t, "3 batches", func() bool { return len(rec.batches) == 3 })
+	src := Source{Model: "m", WorkerID: 1}
+	require.NoError(t, s.RequestReplay(src, 1))
+	rec.waitFor(t, "seqs 1 and 2 again", func() bool { return len(rec.batches) == 5 && rec.countLocked(StreamGapReplayed) == 1 })
+	assert.Equal(t, []uint64{0, 1, 2, 1, 2}, rec.seqs())
+	assert.Equal(t, StreamEvent{Kind: StreamGapReplayed, From: 1, To: 3}, rec.streamEvents(StreamGapReplayed)[0])
+
+	// Live messages go on after it, not taken for a restart.
+	e.send("e", batchOf(storedEv([]uint64{9}, nil, 0)))
+	rec.waitFor(t, "seq 3", func() bool { return len(rec.batches) == 6 })
+	assert.Zero(t, s.Stats().Restarts.Load())
+
+	require.Error(t, s.RequestReplay(Source{Model: "m", WorkerID: 99}, 0), "not subscribed")
+}
+
+func TestSubscriberResumesFromASnapshotSeq(t *testing.T) {
+	e := startEngine(t)
+	rec := newRecorder()
+	s := newTestSubscriber(t, rec)
+	sub := openEngine(t, e, "e", 3, nil)
+	// The engine ran before the router: seqs 0..4, all in its buffer.
+	for i := range 5 {
+		e.send("e", map[string]any{"skip": true, "events": []map[string]any{storedEv([]uint64{uint64(i + 1)}, nil, 0)}})
+	}
+	// The router's snapshot holds up to seq 2: it asks from 3.
+	sub.ResumeAfter = map[uint32]uint64{0: 2}
+	subscribeReady(t, s, e, "e", sub)
+	rec.waitFor(t, "seqs 3 and 4 replayed", func() bool { return len(rec.batches) == 2 && rec.countLocked(StreamGapReplayed) == 1 })
+	e.send("e", batchOf(storedEv([]uint64{6}, nil, 0)))
+	rec.waitFor(t, "seq 5 live", func() bool { return len(rec.batches) == 3 })
+	assert.Equal(t, []uint64{3, 4, 5}, rec.seqs())
+	assert.Equal(t, StreamEvent{Kind: StreamGapReplayed, From: 3, To: 5}, rec.streamEvents(StreamGapReplayed)[0])
+	assert.Empty(t, rec.streamEvents(StreamGapLost))
+}
+
+// panicky panics on its first batch: the stream must go on.
+type panicky struct {
+	*recorder
+	panicked bool
+}
+
+func (p *panicky) HandleBatch(src Source, b *Batch) {
+	if !p.panicked {
+		p.panicked = true
+		panic("handler bug")
+	}
+	p.recorder.HandleBatch(src, b)
+}
+
+func TestSubscriberSurvivesAPanickingHandlerAndUnsubscribes(t *testing.T) {
+	e := startEngine(t)
+	rec := &panicky{recorder: newRecorder()}
+	s := newTestSubscriber(t, rec)
+	sub := openEngine(t, e, "e", 0, nil)
+	subscribeReady(t, s, e, "e", sub)
+	e.send("e", batchOf(storedEv([]uint64{1}, nil, 0)))
+	e.send("e", batchOf(storedEv([]uint64{2}, nil, 0)))
+	rec.waitFor(t, "seq 1", func() bool { return len(rec.batches) == 1 })
+	assert.Equal(t, []uint64{1}, rec.seqs())
+	assert.Equal(t, uint64(1), s.Stats().HandlerPanics.Load())
+
+	assert.Equal(t, 1, s.Unsubscribe("m", 1))
+	assert.Empty(t, s.Sources())
+	assert.Equal(t, 0, s.Unsubscribe("m", 1))
+	_, err := s.Subscribe(sub) // and again
+	require.NoError(t, err)
+	_, err = s.Subscribe(sub)
+	require.Error(t, err, "already subscribed")
+}
