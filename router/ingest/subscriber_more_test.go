@@ -33,12 +33,12 @@ func TestSubscriberSkipsMalformedMessagesAndGoesOn(t *testing.T) {
 	raw := func(frames ...[]byte) {
 		e.do(map[string]any{"op": "raw", "name": "e", "frames": hexFrames(frames...)})
 	}
-	raw(topic, seqBytes(1))                                      // 2 frames
-	raw(topic, []byte{1, 2, 3}, []byte{0x90})                    // a 3-byte seq
-	raw(topic, seqBytes(1), []byte{0xc1})                        // not MessagePack (0xc1 is never used)
-	raw(topic, seqBytes(2), []byte{0x92, 0xcb})                  // truncated
-	raw(topic, seqBytes(3), []byte{0x92, 0xa1, 'x', 0x90})       // ts is a string
-	raw(topic, seqBytes(4), []byte{0x92, 0x00, 0x91, 0x91, 0xa3, 'F', 'o', 'o'}) // unknown tag, alone
+	raw(topic, seqBytes(1))                                                                                                         // 2 frames
+	raw(topic, []byte{1, 2, 3}, []byte{0x90})                                                                                       // a 3-byte seq
+	raw(topic, seqBytes(1), []byte{0xc1})                                                                                           // not MessagePack (0xc1 is never used)
+	raw(topic, seqBytes(2), []byte{0x92, 0xcb})                                                                                     // truncated
+	raw(topic, seqBytes(3), []byte{0x92, 0xa1, 'x', 0x90})                                                                          // ts is a string
+	raw(topic, seqBytes(4), []byte{0x92, 0x00, 0x91, 0x91, 0xa3, 'F', 'o', 'o'})                                                    // unknown tag, alone
 	raw(topic, seqBytes(5), []byte{0x92, 0x00, 0x91, 0x92, 0xab, 'B', 'l', 'o', 'c', 'k', 'S', 't', 'o', 'r', 'e', 'd', 0xa1, 'x'}) // wrong type
 	e.do(map[string]any{"op": "send", "name": "e", "seq": 6, "events": []map[string]any{storedEv([]uint64{2}, nil, 0)}})
 	e.do(map[string]any{"op": "send", "name": "e", "events": []map[string]any{
