@@ -15,8 +15,10 @@
 // Every (worker, dp rank) is in one of three states (State):
 //
 //   - live: its blocks are exact; it is scored by overlap and load.
-//   - degraded: events were lost for good (ingest's StreamGapLost). Its
-//     blocks were cleared and it is scored by load only. It becomes live
+//   - degraded: events were lost for good (ingest's StreamGapLost), or
+//     the router joined the stream mid-way (the rank's first batch has a
+//     seq above 0 and no snapshot said where it stood). Its blocks were
+//     cleared (or never known) and it is scored by load only. It becomes live
 //     again at the first of: the engine clears its cache or restarts
 //     (AllBlocksCleared, StreamRestarted: the index is exact again), or
 //     a batch handled once Options.DegradedSettle has passed since the gap,

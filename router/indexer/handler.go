@@ -39,6 +39,17 @@ func (x *Indexer) applyBatch(src ingest.Source, w *worker, r *rank, b *ingest.Ba
 	if r.gone {
 		return nil
 	}
+	if !r.haveSeq && b.Seq > 0 && r.State() == StateLive {
+		// The router joined a running engine's stream (it started after
+		// the engine, or the rank was removed and came back): the blocks
+		// stored before are unknown, and their children's parents will be
+		// missing. Not a stability problem: the rank rebuilds as after a
+		// lost gap.
+		reason := fmt.Sprintf("joined the engine's stream at seq %d: blocks stored before are unknown", b.Seq)
+		r.setStateLocked(StateDegraded, reason, now)
+		x.opts.Logger.Info("kvrouter: worker degraded: "+reason+"; scored by load only until its new events rebuild it",
+			"worker_id", r.w.ID, "dp_rank", r.w.DPRank, "settle", x.opts.DegradedSettle.String())
+	}
 	r.haveSeq, r.lastSeq, r.lastEventAt = true, b.Seq, now
 	r.lag = 0
 	if b.Timestamp > 0 {

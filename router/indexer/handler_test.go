@@ -3,6 +3,7 @@ package indexer
 import (
 	"log/slog"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -227,6 +228,7 @@ func TestRestartClearsTheRank(t *testing.T) {
 	prompt := tokens(1, 8)
 	f.send(src(1, "m", 0), stored(nil, prompt, 1, 2))
 	f.ix.HandleStream(src(1, "m", 0), ingest.StreamEvent{Kind: ingest.StreamRestarted})
+	f.seq[wk(1, 0)] = 0 // the new process counts from 0
 	assert.Empty(t, f.overlap("m", prompt, PromptOptions{}))
 	f.send(src(1, "m", 0), stored(nil, prompt[:4], 5))
 	assert.Equal(t, map[core.Worker]uint32{wk(1, 0): 1}, f.overlap("m", prompt, PromptOptions{}))
@@ -350,4 +352,22 @@ func TestStreamEventsFollowTheRankBatchesName(t *testing.T) {
 	assert.Equal(t, StateDegraded, f.rankInfo(1, 6).State)
 	assert.Equal(t, StateLive, f.rankInfo(1, 0).State)
 	assert.Zero(t, f.rankInfo(1, 6).Blocks)
+}
+
+func TestJoiningAStreamMidwayDegrades(t *testing.T) {
+	f := newFixture(t, func(o *Options) { o.Mode = core.ModeEnforce; o.DegradedSettle = time.Second })
+	f.addWorker(1, "m", 1)
+	s := src(1, "m", 0)
+	f.ix.HandleBatch(s, &ingest.Batch{Seq: 900, Events: []ingest.Event{stored(u64p(5), tokens(1, 4), 6)}})
+	ri := f.rankInfo(1, 0)
+	assert.Equal(t, StateDegraded, ri.State, "not quarantined: its parent was stored before the router listened")
+	assert.Contains(t, ri.Reason, "seq 900")
+	f.clock.Advance(2 * time.Second)
+	f.ix.HandleBatch(s, &ingest.Batch{Seq: 901, Events: []ingest.Event{stored(nil, tokens(1, 4), 7)}})
+	assert.Equal(t, StateLive, f.rankInfo(1, 0).State)
+
+	// A stream that starts at 0 is exact from the start.
+	f.addWorker(2, "m", 1)
+	f.ix.HandleBatch(src(2, "m", 0), &ingest.Batch{Seq: 0, Events: []ingest.Event{stored(nil, tokens(500, 4), 8)}})
+	assert.Equal(t, StateLive, f.rankInfo(2, 0).State)
 }
