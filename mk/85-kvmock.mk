@@ -15,3 +15,10 @@ fuzz-kvmock:
 	$(GO) test -run '^$$' -fuzz '^FuzzDecodeRequests$$' -fuzztime 10s ./router/kvmock
 	$(GO) test -run '^$$' -fuzz '^FuzzHandler$$' -fuzztime 10s ./router/kvmock
 	$(GO) test -run '^$$' -fuzz '^FuzzCacheOps$$' -fuzztime 10s ./router/kvmock
+
+BENCH_TARGETS += bench-kvmock
+
+.PHONY: bench-kvmock
+# The engine's own cost per simulated request, and the wire encoder.
+bench-kvmock:
+	$(GO) test -run '^$$' -bench '^Benchmark(Generate|EncodeBatch)$$' -benchmem -count=1 ./router/kvmock
