@@ -68,6 +68,11 @@ func FuzzApply(f *testing.F) {
 			y := replay(t, x.Dump())
 			require.NoError(t, checkInvariants(y))
 			require.Equal(t, x.Workers(), y.Workers())
+			xs, ys := x.Stats(), y.Stats()
+			require.Equal(t, xs.Nodes, ys.Nodes, "replayed dump: nodes")
+			for i := range xs.Workers {
+				require.Equal(t, xs.Workers[i].Blocks, ys.Workers[i].Blocks, "replayed dump: blocks of %v", xs.Workers[i].Worker)
+			}
 			r = byteReader{data: data}
 			for !r.done() {
 				q := r.hashes(1 + int(r.next()%6))
