@@ -22,3 +22,13 @@ BENCH_TARGETS += bench-kvmock
 # The engine's own cost per simulated request, and the wire encoder.
 bench-kvmock:
 	$(GO) test -run '^$$' -bench '^Benchmark(Generate|EncodeBatch)$$' -benchmem -count=1 ./router/kvmock
+
+TEST_TARGETS += kvmock-python
+
+.PHONY: kvmock-python
+# The tests that hold kvmock to Python's own encoders (msgspec's bytes,
+# enginehash's CPython oracle for the ids), with a missing venv a failure
+# rather than a skip; then the msgspec script's types.
+kvmock-python: $(VENV_STAMP)
+	KVHASH_REQUIRE_VENV=1 $(GO) test -count=1 -run 'Msgspec|VLLMsFormula' ./router/kvmock
+	$(VENV)/bin/mypy --strict --no-error-summary router/kvmock/testdata/msgspec_batch.py

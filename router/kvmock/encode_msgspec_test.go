@@ -19,7 +19,7 @@ func TestEncoderMatchesMsgspec(t *testing.T) {
 	py, err := filepath.Abs("../../build/venv/bin/python")
 	require.NoError(t, err)
 	if _, err := os.Stat(py); err != nil {
-		t.Skipf("no Python venv at %s (make venv builds it): %v", py, err)
+		skipOrFail(t, "no Python venv at %s (make venv builds it): %v", py, err)
 	}
 	out, err := exec.Command(py, "testdata/msgspec_batch.py").Output()
 	require.NoError(t, err, "msgspec_batch.py")

@@ -3,7 +3,9 @@ package kvmock
 import (
 	"crypto/sha256"
 	"encoding/binary"
+	"os"
 	"sync"
+	"testing"
 
 	"github.com/kvhash/kvhash/router/enginehash"
 )
@@ -79,4 +81,14 @@ func testConfig() Config {
 	cfg.MaxModelLen = 256
 	cfg.Speedup = 1000
 	return cfg
+}
+
+// skipOrFail skips a test that needs the Python venv when it is missing,
+// unless KVHASH_REQUIRE_VENV=1 (make test), where a missing venv fails.
+func skipOrFail(t *testing.T, format string, args ...any) {
+	t.Helper()
+	if os.Getenv("KVHASH_REQUIRE_VENV") == "1" {
+		t.Fatalf(format, args...)
+	}
+	t.Skipf(format, args...)
 }

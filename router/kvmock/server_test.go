@@ -166,7 +166,7 @@ func TestDeterministicIDsMatchVLLMsFormula(t *testing.T) {
 	require.NoError(t, err)
 	for _, p := range []string{py, oracle} {
 		if _, err := os.Stat(p); err != nil {
-			t.Skipf("needs %s: %v", p, err)
+			skipOrFail(t, "needs %s: %v", p, err)
 		}
 	}
 	prompt := []uint32{0, 1, 255, 256, 65535, 65536, 1 << 31, 1<<32 - 1, 7, 8, 9, 10}

@@ -13,7 +13,7 @@ import msgspec
 
 
 def make(array_like: bool) -> tuple[type, ...]:
-    class Event(msgspec.Struct, tag=True, omit_defaults=True, array_like=array_like):  # type: ignore[call-arg]
+    class Event(msgspec.Struct, tag=True, omit_defaults=True, array_like=array_like):
         pass
 
     class BlockStored(Event):
@@ -37,7 +37,7 @@ def make(array_like: bool) -> tuple[type, ...]:
     class AllBlocksCleared(Event):
         pass
 
-    class Batch(msgspec.Struct, array_like=True, omit_defaults=True):  # type: ignore[call-arg]
+    class Batch(msgspec.Struct, array_like=True, omit_defaults=True):
         ts: float
         events: list[Any]
         data_parallel_rank: int | None = None
