@@ -76,12 +76,15 @@ func (x *Index) ApplyRouterEvent(ev RouterEvent) error {
 // ApplyStored records that w stored blocks, chained under the block whose
 // external hash is parentHash (nil: at the root).
 //
-// An unknown parent drops the whole store; a store that repeats an
-// external hash is rejected whole; both return an error wrapping
+// An unknown parent drops the whole store; a store with a block equal to
+// parentHash is rejected whole; both return an error wrapping
 // ErrEventRejected in every mode. A block whose content is indexed under
-// another external hash (hash mismatch) or that w already holds
-// (duplicate store) is counted and logged, and returned as an error only
-// in ModeEnforce; it does not stop the store.
+// another external hash (hash mismatch), that w already holds (duplicate
+// store), or whose external hash w already uses for another block (name
+// reused: the name moves, w keeps that other block unnamed, as Dynamo
+// does; this includes a hash repeated within the store) is counted and
+// logged, and returned as an error only in ModeEnforce; it does not stop
+// the store.
 func (x *Index) ApplyStored(w Worker, eventID uint64, parentHash *uint64, blocks []StoredBlock) error {
 	var r report
 	r.begin(w, eventID, x.Mode())

@@ -89,10 +89,11 @@ extern "C" {
  * event is applied as far as it can be. KVHASH_ERR_REJECTED is returned
  * only when part of the event could not be applied: a stored event whose
  * parent the worker does not hold (the whole store is dropped), a store
- * that repeats an engine hash (dropped), a removal of a block the worker
- * does not hold (that hash is skipped, the rest applied). A hash mismatch
- * (known content under another engine hash) or a duplicate store is only
- * counted. */
+ * with a block equal to its parent hash (dropped), a removal of a block
+ * the worker does not hold (that hash is skipped, the rest applied). A
+ * hash mismatch (known content under another engine hash), a duplicate
+ * store or a reused engine hash (name_reused: applied as Dynamo applies
+ * it) is only counted. */
 #define KVHASH_MODE_WARN 1
 /* Every stability violation, the counted-only kinds included, returns
  * KVHASH_ERR_REJECTED and marks the worker rank unstable (see the stats)
@@ -280,8 +281,9 @@ int32_t kvhash_index_remove_worker(uint64_t h, uint64_t worker_id);
  * (how many leading blocks of the prompt it holds in a row) and
  * tree_sizes[i] (how many blocks it holds in all), sorted by (worker_id,
  * dp_rank). The four arrays each have room for cap entries; *out_len
- * receives the number of entries. With early_exit != 0 the walk stops as
- * soon as a single worker is left (its score is then a lower bound).
+ * receives the number of entries. early_exit is accepted for Dynamo's
+ * signature and changes nothing (Dynamo 1.6.1 also counts the last worker
+ * left to its full depth).
  * Errors: INVALID_ARGUMENT, BUFFER_TOO_SMALL. */
 int32_t kvhash_index_find_matches(uint64_t h, const uint64_t *local_hashes, size_t n,
                                   int32_t early_exit,
