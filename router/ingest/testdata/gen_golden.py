@@ -22,7 +22,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import vllm_wire as w  # noqa: E402
 
-Case = tuple[str, "w.ArrayBatch | w.MapBatch", str]
+Batch = w.LegacyArrayBatch | w.ArrayBatch | w.MapBatch
+Case = tuple[str, Batch, str]
 
 
 def digest(i: int) -> bytes:
@@ -62,7 +63,7 @@ def cases() -> list[Case]:
         ),
         (
             "vllm_array_events_bytes_hashes",
-            w.ArrayBatch(
+            w.LegacyArrayBatch(
                 ts=1764570001.5,
                 events=[
                     w.ArrayBlockStored(
@@ -159,7 +160,7 @@ def cases() -> list[Case]:
         ),
         (
             "sglang_map_signed_hashes",
-            w.ArrayBatch(
+            w.LegacyArrayBatch(
                 ts=1764570005.0,
                 events=[
                     w.SglBlockStored(
@@ -251,13 +252,13 @@ def expected_event(ev: Any) -> dict[str, Any]:
     return out
 
 
-def expected(topic: str, seq: int, batch: w.ArrayBatch | w.MapBatch) -> dict[str, Any]:
+def expected(topic: str, seq: int, batch: Batch) -> dict[str, Any]:
     events = [expected_event(e) for e in batch.events]
     return {
         "topic": topic,
         "seq": seq,
         "ts": batch.ts,
-        "data_parallel_rank": batch.data_parallel_rank,
+        "data_parallel_rank": getattr(batch, "data_parallel_rank", None),
         "events": [e for e in events if e["kind"] in KNOWN],
         "unknown": sum(1 for e in events if e["kind"] not in KNOWN),
     }

@@ -183,7 +183,7 @@ def encode_batch(cmd: dict[str, Any]) -> bytes:
     if form == "map":
         return w.encode(w.MapBatch(ts=ts, events=events, data_parallel_rank=dp))
     if form == "array2":
-        return w.encode(w.ArrayBatch(ts=ts, events=events))
+        return w.encode(w.LegacyArrayBatch(ts=ts, events=events))
     return w.encode(w.ArrayBatch(ts=ts, events=events, data_parallel_rank=dp if dp is not None else 0))
 
 

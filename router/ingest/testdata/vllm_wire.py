@@ -2,10 +2,14 @@
 
 vLLM encodes its events with ``msgspec.msgpack.Encoder`` over ``msgspec.Struct``
 classes with ``omit_defaults=True`` and ``tag=True`` (the tag is the class
-name). Releases before 0.24 also set ``array_like=True`` (positional arrays,
-tag first, trailing defaults omitted); later ones send maps with the tag under
-``"type"``. The batch is ``[ts, events, data_parallel_rank]`` (array) in most
-releases and a map in some. These classes reproduce those layouts so the
+name). Releases before 0.24 also set ``array_like=True``: positional arrays, tag
+first. msgspec ignores ``omit_defaults`` for array-like structs (its issue 720),
+so those arrays carry every field; a decoder must still accept shorter ones
+(trailing defaults left out, as other encoders do) and longer ones (newer
+fields). Later releases send maps with the tag under ``"type"``, defaults
+omitted. The batch is ``[ts, events, data_parallel_rank]`` in current releases,
+``[ts, events]`` in SGLang and older vLLM (their struct has no rank field), and
+a map in some. These classes reproduce those layouts so the
 golden files and the test publisher emit the bytes engines emit; the field
 order is the engines' (see docs of kvhash's router, reference section 4).
 """
@@ -134,8 +138,15 @@ class SglBlockRemoved(MapEvent, tag="BlockRemoved"):
 # --- batches ---------------------------------------------------------------
 
 
+class LegacyArrayBatch(msgspec.Struct, array_like=True, omit_defaults=True, gc=False):
+    """[ts, events]: SGLang's and older vLLM's batch."""
+
+    ts: float
+    events: list[Any]
+
+
 class ArrayBatch(msgspec.Struct, array_like=True, omit_defaults=True, gc=False):
-    """[ts, events] or [ts, events, dp_rank]: the rank is omitted when None."""
+    """[ts, events, dp_rank] (dp_rank may be nil)."""
 
     ts: float
     events: list[Any]
@@ -153,7 +164,7 @@ class MapBatch(msgspec.Struct, omit_defaults=True, gc=False):
 _ENCODER = msgspec.msgpack.Encoder()
 
 
-def encode(batch: ArrayBatch | MapBatch) -> bytes:
+def encode(batch: LegacyArrayBatch | ArrayBatch | MapBatch) -> bytes:
     """The payload frame, as the engines' publisher thread encodes it."""
     return _ENCODER.encode(batch)
 
