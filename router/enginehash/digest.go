@@ -10,18 +10,19 @@ import (
 const MaxDigestSize = 32
 
 // Digest is one block's full digest (32 bytes for SHA-256 schemes, 16 for
-// XXH3-128). It is a value type so that chains do not allocate per block.
+// XXH3-128, 8 for TensorRT-LLM v1's 64-bit keys). It is a value type so that chains do not allocate per block.
 // The zero Digest is "no digest": SGLang's unsalted root.
 type Digest struct {
 	n uint8
 	b [MaxDigestSize]byte
 }
 
-// DigestFromBytes copies b (16 or 32 bytes) into a Digest.
+// DigestFromBytes copies b (32 bytes for SHA-256, 16 for XXH3-128, 8 for
+// TensorRT-LLM v1 keys) into a Digest.
 func DigestFromBytes(b []byte) (Digest, error) {
 	var d Digest
-	if len(b) != 16 && len(b) != 32 {
-		return d, fmt.Errorf("enginehash: a digest is 16 or 32 bytes, got %d", len(b))
+	if len(b) != 8 && len(b) != 16 && len(b) != 32 {
+		return d, fmt.Errorf("enginehash: a digest is 8, 16 or 32 bytes, got %d", len(b))
 	}
 	d.n = uint8(copy(d.b[:], b))
 	return d, nil

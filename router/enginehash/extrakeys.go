@@ -26,6 +26,11 @@ const (
 	ExtraSalt
 	// ExtraPromptEmbeds is the SHA-256 of the block's prompt-embeddings slice.
 	ExtraPromptEmbeds
+	// ExtraTRTLLMSaltID and ExtraTRTLLMLoRATask are not vLLM's: they carry
+	// the ids TensorRT-LLM's v1_block_key mixes into a block (see
+	// TRTLLMSaltIDKey, TRTLLMLoRATaskKey).
+	ExtraTRTLLMSaltID
+	ExtraTRTLLMLoRATask
 )
 
 // ExtraKey is one element of vLLM's per-block extra_keys tuple. Build them
@@ -38,6 +43,7 @@ type ExtraKey struct {
 	Path   string // ExtraLoRA, tagged form only: the adapter's path
 	Offset int64  // ExtraMM only
 	Bytes  []byte // ExtraPromptEmbeds only
+	ID     uint64 // ExtraTRTLLMSaltID, ExtraTRTLLMLoRATask only
 }
 
 // LoRAKey is the LoRA adapter's name (untagged form).
@@ -91,6 +97,8 @@ func (k ExtraKey) validate() error {
 		n = len(k.Text)
 	case ExtraPromptEmbeds:
 		n = len(k.Bytes)
+	case ExtraTRTLLMSaltID, ExtraTRTLLMLoRATask:
+		return fmt.Errorf("enginehash: a TensorRT-LLM v1 key in a vLLM block")
 	default:
 		return fmt.Errorf("enginehash: extra key of unknown kind %d", k.Kind)
 	}

@@ -40,6 +40,7 @@ func DefaultCandidates(extraSeeds ...string) []Candidate {
 	}
 	add(Candidate{Scheme: SGLangSHA256})
 	add(Candidate{Scheme: TRTLLMV2SHA256})
+	add(Candidate{Scheme: TRTLLMV1BlockKey})
 	for _, s := range []Scheme{VLLMXXHash, VLLMXXHashCBOR} {
 		add(Candidate{Scheme: s, Seed: "0"})
 	}
@@ -67,7 +68,8 @@ type RootStore struct {
 	Lookahead []uint32
 	// CacheSalt is SGLang's and TensorRT-LLM's request salt ("" for none).
 	CacheSalt string
-	// TRTLLMLoRAID is TensorRT-LLM's LoRA task id, when the request has one.
+	// TRTLLMLoRAID is TensorRT-LLM's LoRA id (v2's reuse scope lora_id, v1's
+	// lora_task_id), when the request has one.
 	TRTLLMLoRAID *uint64
 	// WireID is the id the engine published, as u64 (a signed i64 from
 	// SGLang or TensorRT-LLM reinterpreted, never clamped).
@@ -141,6 +143,12 @@ func (v *Verifier) Match(st RootStore) []Match {
 			if len(st.ExtraKeys) != 0 || len(st.Lookahead) != 0 {
 				continue // these engines fold salt and LoRA into the root
 			}
+			if c.Scheme == TRTLLMV1BlockKey {
+				if d, ok := matchTRTLLMV1(st); ok {
+					out = append(out, Match{Candidate: c, Digest: d})
+				}
+				continue
+			}
 			root := SGLangRoot(st.CacheSalt)
 			if c.Scheme == TRTLLMV2SHA256 {
 				scope := TRTLLMScope{LoRAID: st.TRTLLMLoRAID}
@@ -168,6 +176,19 @@ func (v *Verifier) Match(st RootStore) []Match {
 		}
 	}
 	return out
+}
+
+func matchTRTLLMV1(st RootStore) (Digest, bool) {
+	var keys [2]ExtraKey
+	extra := keys[:0]
+	if st.CacheSalt != "" {
+		extra = append(extra, TRTLLMSaltIDKey(TRTLLMSaltID(st.CacheSalt)))
+	}
+	if st.TRTLLMLoRAID != nil {
+		extra = append(extra, TRTLLMLoRATaskKey(*st.TRTLLMLoRAID))
+	}
+	d, err := trtllmV1Digest(TRTLLMV1Root(), st.Tokens, extra)
+	return d, err == nil && d.firstU64BE() == st.WireID
 }
 
 // untag returns keys in their untagged form (keys itself when already so).

@@ -99,14 +99,14 @@ func checkAgainstOracle(t *testing.T, c oracleCase) {
 	root, err := c.root()
 	require.NoError(t, err)
 	require.Equal(t, c.Root, root.String(), "root of %+v", c)
-	chain, err := Chain(nil, c.Scheme, root, c.tokens(), c.BlockSize, c.vllmExtras(t))
+	chain, err := c.chain(t, root)
 	require.NoError(t, err)
 	require.Len(t, chain, len(c.Blocks))
 	parent := root
 	for i, want := range c.Blocks {
 		require.Equal(t, want.Digest, chain[i].Digest.String(), "chain block %d of %+v", i, c)
 		require.Equal(t, want.eventU64(t), chain[i].WireID, "chain block %d wire id", i)
-		d, err := c.Scheme.LookaheadBlockDigest(parent, c.tokens()[i*c.BlockSize:(i+1)*c.BlockSize], want.extraKeys(t), want.Lookahead)
+		d, err := c.Scheme.LookaheadBlockDigest(parent, c.tokens()[i*c.BlockSize:(i+1)*c.BlockSize], c.blockKeys(t, i), want.Lookahead)
 		require.NoError(t, err)
 		require.Equal(t, want.Digest, d.String(), "block %d digest from the oracle's keys", i)
 		parent = d

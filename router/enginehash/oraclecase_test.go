@@ -88,6 +88,8 @@ func (c *oracleCase) root() (Digest, error) {
 		return VLLMRoot(c.Scheme, *c.Seed)
 	case c.Scheme == SGLangSHA256:
 		return SGLangRoot(c.Salt), nil
+	case c.Scheme == TRTLLMV1BlockKey:
+		return TRTLLMV1Root(), nil
 	case c.Scheme == TRTLLMV2SHA256:
 		scope := TRTLLMScope{LoRAID: c.LoRAID}
 		if c.Salt != "" {
@@ -173,4 +175,38 @@ func anyInt(t testing.TB, v any) int64 {
 	}
 	t.Fatalf("not an int: %T %v", v, v)
 	return 0
+}
+
+// v1Keys are TensorRT-LLM v1's per-block keys for block i of the case.
+func (c *oracleCase) v1Keys(i int) []ExtraKey {
+	var keys []ExtraKey
+	if c.Salt != "" && i == 0 {
+		keys = append(keys, TRTLLMSaltIDKey(TRTLLMSaltID(c.Salt)))
+	}
+	if c.LoRAID != nil {
+		keys = append(keys, TRTLLMLoRATaskKey(*c.LoRAID))
+	}
+	return keys
+}
+
+// blockKeys are block i's extra keys: the oracle's for vLLM, the salt and
+// LoRA ids for TensorRT-LLM v1.
+func (c *oracleCase) blockKeys(t testing.TB, i int) []ExtraKey {
+	if c.Scheme == TRTLLMV1BlockKey {
+		return c.v1Keys(i)
+	}
+	return c.Blocks[i].extraKeys(t)
+}
+
+// chain hashes the whole case through this package's chain helpers.
+func (c *oracleCase) chain(t testing.TB, root Digest) ([]Block, error) {
+	if c.Scheme == TRTLLMV1BlockKey {
+		var salt *uint64
+		if c.Salt != "" {
+			id := TRTLLMSaltID(c.Salt)
+			salt = &id
+		}
+		return TRTLLMV1Chain(nil, c.tokens(), c.BlockSize, salt, c.LoRAID)
+	}
+	return Chain(nil, c.Scheme, root, c.tokens(), c.BlockSize, c.vllmExtras(t))
 }

@@ -21,11 +21,14 @@ const (
 	VLLMXXHashCBOR Scheme = "vllm-xxhash-cbor" // --prefix-caching-hash-algo xxhash_cbor
 	SGLangSHA256   Scheme = "sglang-sha256"    // SGLang's radix cache / HiCache page hash
 	TRTLLMV2SHA256 Scheme = "trtllm-v2-sha256" // TensorRT-LLM kv_cache_hash_algo v2_sha256
+	// TRTLLMV1BlockKey is TensorRT-LLM's default kv_cache_hash_algo,
+	// v1_block_key: a 64-bit mix, deterministic for a given build.
+	TRTLLMV1BlockKey Scheme = "trtllm-v1-block-key"
 )
 
 // Schemes lists every scheme, deterministic-by-default ones first.
 func Schemes() []Scheme {
-	return []Scheme{VLLMSHA256, VLLMSHA256CBOR, SGLangSHA256, TRTLLMV2SHA256, VLLMXXHash, VLLMXXHashCBOR}
+	return []Scheme{VLLMSHA256, VLLMSHA256CBOR, SGLangSHA256, TRTLLMV2SHA256, TRTLLMV1BlockKey, VLLMXXHash, VLLMXXHashCBOR}
 }
 
 // ParseScheme accepts a scheme name, also in vLLM's own spelling
@@ -96,9 +99,10 @@ func (s Scheme) WireID(d Digest) uint64 {
 func SignedWireID(id uint64) int64 { return int64(id) }
 
 // BlockDigest hashes one block under s: its parent digest (a root for the
-// first block), its tokens and, for vLLM, its extra keys. SGLang's unsalted
-// first block takes the zero Digest as parent. Extra keys are refused by the
-// schemes that fold them elsewhere (SGLang, TensorRT-LLM): silently dropping
+// first block), its tokens and, for vLLM, its extra keys (for TensorRT-LLM
+// v1, its salt id and LoRA task id keys). SGLang's unsalted first block
+// takes the zero Digest as parent. Extra keys are refused by the schemes
+// that fold them into the root (SGLang, TensorRT-LLM v2): silently dropping
 // them would give a wrong id that looks right.
 func (s Scheme) BlockDigest(parent Digest, tokens []uint32, extra []ExtraKey) (Digest, error) {
 	var scratch [512]byte
@@ -140,6 +144,10 @@ func (s Scheme) blockDigest(buf []byte, parent Digest, tokens []uint32, extra []
 	}
 	if len(lookahead) != 0 {
 		return Digest{}, buf, fmt.Errorf("enginehash: %s has no lookahead hashing", s)
+	}
+	if s == TRTLLMV1BlockKey {
+		d, err := trtllmV1Digest(parent, tokens, extra)
+		return d, buf, err
 	}
 	if len(extra) != 0 {
 		return Digest{}, buf, fmt.Errorf("enginehash: %s takes no per-block extra keys (its salt and LoRA live in the root)", s)

@@ -38,7 +38,7 @@ func TestParseScheme(t *testing.T) {
 }
 
 func TestDigestFromBytes(t *testing.T) {
-	for _, n := range []int{0, 1, 8, 15, 17, 31, 33} {
+	for _, n := range []int{0, 1, 7, 9, 15, 17, 31, 33} {
 		_, err := DigestFromBytes(make([]byte, n))
 		require.Error(t, err, "length %d", n)
 	}
@@ -96,6 +96,9 @@ func TestBlockDigestErrors(t *testing.T) {
 		{"oversized embeds", VLLMSHA256CBOR, root, []ExtraKey{PromptEmbedsKey(make([]byte, 1<<16))}},
 		{"oversized mm identifier", VLLMXXHash, root, []ExtraKey{MMKey(strings.Repeat("x", 1<<16), 0)}},
 		{"oversized LoRA path", VLLMXXHash, root, []ExtraKey{TaggedLoRAKey("a", strings.Repeat("x", 1<<16))}},
+		{"TensorRT-LLM v1 key in a vLLM block", VLLMSHA256, root, []ExtraKey{TRTLLMSaltIDKey(1)}},
+		{"vLLM key in a TensorRT-LLM v1 block", TRTLLMV1BlockKey, TRTLLMV1Root(), []ExtraKey{LoRAKey("a")}},
+		{"TensorRT-LLM v1 on a SHA-256 parent", TRTLLMV1BlockKey, root, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := tc.scheme.BlockDigest(tc.parent, tokens, tc.extra)
@@ -187,6 +190,9 @@ func FuzzBlockDigest(f *testing.F) {
 	f.Add(uint8(2), []byte{}, "", "", int64(1<<40), []byte(nil))
 	f.Add(uint8(4), []byte{0xff, 0xff, 0xff, 0xff}, "a", "a", int64(-1<<63), []byte{})
 	f.Fuzz(func(t *testing.T, schemeIdx uint8, raw []byte, s1, s2 string, off int64, b []byte) {
+		if len(s1) > maxEncodedString || len(s2) > maxEncodedString || len(b) > maxEncodedString {
+			t.Skip("over the documented limit (tested in TestBlockDigestErrors)")
+		}
 		schemes := Schemes()
 		s := schemes[int(schemeIdx)%len(schemes)]
 		tokens := make([]uint32, 0, len(raw)/4)
@@ -203,6 +209,9 @@ func FuzzBlockDigest(f *testing.F) {
 			extra = []ExtraKey{LoRAKey(s1), MMKey(s2, off), PromptEmbedsKey(b)}
 		case s == SGLangSHA256:
 			root = SGLangRoot(s1)
+		case s == TRTLLMV1BlockKey:
+			root = TRTLLMV1Root()
+			extra = []ExtraKey{TRTLLMSaltIDKey(uint64(off)), TRTLLMLoRATaskKey(uint64(len(b)))}
 		default:
 			root = TRTLLMRoot(TRTLLMScope{LoRAID: new(uint64(off))})
 		}
@@ -210,7 +219,8 @@ func FuzzBlockDigest(f *testing.F) {
 		d2, err2 := s.BlockDigest(root, tokens, extra)
 		require.Equal(t, err1 == nil, err2 == nil)
 		require.Equal(t, d1, d2)
-		if err1 != nil || len(tokens) == 0 || s.IsVLLM() {
+		require.NoError(t, err1, "every input here is valid")
+		if len(tokens) == 0 || s.IsVLLM() || s == TRTLLMV1BlockKey {
 			return
 		}
 		chain, err := Chain(nil, s, root, tokens, len(tokens), nil)

@@ -25,14 +25,14 @@ func TestOracleVectors(t *testing.T) {
 			parent := root
 			for i, want := range c.Blocks {
 				block := tokens[i*c.BlockSize : (i+1)*c.BlockSize]
-				d, err := c.Scheme.LookaheadBlockDigest(parent, block, want.extraKeys(t), want.Lookahead)
+				d, err := c.Scheme.LookaheadBlockDigest(parent, block, c.blockKeys(t, i), want.Lookahead)
 				require.NoError(t, err, "block %d", i)
 				require.Equal(t, want.Digest, d.String(), "block %d digest", i)
 				require.Equal(t, want.eventU64(t), c.Scheme.WireID(d), "block %d wire id", i)
 				parent = d
 			}
 
-			chain, err := Chain(nil, c.Scheme, root, tokens, c.BlockSize, c.vllmExtras(t))
+			chain, err := c.chain(t, root)
 			require.NoError(t, err)
 			require.Len(t, chain, len(c.Blocks))
 			for i, want := range c.Blocks {

@@ -19,6 +19,10 @@ their sources state them:
 - SGLang: sha256(prior digest (if any) || each token as 4 bytes little
   endian); a salted chain's prior is sha256(b"sglang-cache-salt-v1\\0" +
   salt); the event int is the first 8 bytes as a signed big-endian int.
+- TensorRT-LLM v1_block_key (its default): a 64-bit mix of the block
+  length, parent key (0 at the root), salt id (root only), each token and
+  the LoRA task id, as kv_cache_hash.hash_v1_block_key states it; the key is
+  the event int.
 - TensorRT-LLM v2_sha256: root = sha256(mask byte || present scope fields
   as u64 LE) for ReuseScope(lora_id, salt); block = sha256(parent || each
   token as u64 LE); salt id = first 8 bytes of sha256(salt), little endian;
@@ -29,7 +33,7 @@ Every random input comes from random.Random with a fixed seed, so
 Case JSON (input of batch, and each entry of generate's "chains"):
 
     {"scheme": "vllm-sha256" | "vllm-sha256-cbor" | "vllm-xxhash" |
-               "vllm-xxhash-cbor" | "sglang-sha256" | "trtllm-v2-sha256",
+               "vllm-xxhash-cbor" | "sglang-sha256" | "trtllm-v2-sha256" | "trtllm-v1-block-key",
      "seed": "<vLLM seed string>",          (vLLM)
      "salt": "<cache salt>",                (SGLang, TensorRT-LLM; optional)
      "lora_id": <u64>,                      (TensorRT-LLM; optional)
@@ -283,6 +287,52 @@ def run_trtllm(case: Json) -> Json:
     return {"root": root, "blocks": blocks}
 
 
+M32 = 2**32 - 1
+M64 = 2**64 - 1
+
+
+def _v1_mix32(value: int, seed: int) -> int:
+    v = value & M32
+    v = (((v >> 16) ^ v) * 0x45D9F3B) & M32
+    v = (((v >> 16) ^ v) * 0x45D9F3B) & M32
+    v = ((v >> 16) ^ v) & M32
+    v = (v + 0x9E3779B9) & M32
+    return seed ^ ((v + ((seed << 6) & M64) + (seed >> 2)) & M64)
+
+
+def _v1_mix64(value: int, seed: int) -> int:
+    v = value & M64
+    v = ((v ^ (v >> 30)) * 0xBF58476D1CE4E5B9) & M64
+    v = ((v ^ (v >> 27)) * 0x94D049BB133111EB) & M64
+    v = v ^ (v >> 31)
+    return seed ^ ((v + 0x9E3779B9 + ((seed << 6) & M64) + (seed >> 2)) & M64)
+
+
+def run_trtllm_v1(case: Json) -> Json:
+    """TensorRT-LLM v1_block_key: a 64-bit mix chained on the parent key (0
+    at the root); the salt id enters the root block, the LoRA id every block."""
+    salt_id: Optional[int] = None
+    if case.get("salt"):
+        salt_digest = hashlib.sha256(str(case["salt"]).encode("utf-8")).digest()
+        salt_id = int.from_bytes(salt_digest[:8], "little", signed=False)
+    lora: Optional[int] = case.get("lora_id")
+    tokens = case_tokens(case)
+    parent = 0
+    blocks: List[Json] = []
+    for start, end in full_blocks(tokens, int(case["block_size"])):
+        block = tokens[start:end]
+        seed = (len(block) ^ ((parent * 0xBF58476D1CE4E5B9) & M64)) & M64
+        if parent == 0 and salt_id is not None:
+            seed = _v1_mix64(salt_id, seed)
+        for t in block:
+            seed = _v1_mix32(t, seed)
+        if lora is not None:
+            seed = _v1_mix64(lora, seed)
+        parent = seed
+        blocks.append({"extra_keys": None, "digest": seed.to_bytes(8, "big").hex(), "event_int": seed})
+    return {"root": "0000000000000000", "blocks": blocks}
+
+
 def run_case(case: Json) -> Json:
     scheme = case["scheme"]
     if scheme in VLLM_HASH_FNS:
@@ -291,6 +341,8 @@ def run_case(case: Json) -> Json:
         return run_sglang(case)
     if scheme == "trtllm-v2-sha256":
         return run_trtllm(case)
+    if scheme == "trtllm-v1-block-key":
+        return run_trtllm_v1(case)
     raise ValueError(f"unknown scheme {scheme!r}")
 
 
@@ -378,6 +430,14 @@ def cases() -> List[Json]:
             case["salt"] = salt
         add(f"trtllm lora {lora_id} salt {salt!r}", **case)
     add("trtllm token edges", scheme="trtllm-v2-sha256", block_size=9, tokens=TOKEN_EDGES)
+    for lora_id, salt in [(None, ""), (7, ""), (None, "tenant-a"), (2**64 - 1, "t")]:
+        case = {"scheme": "trtllm-v1-block-key", "block_size": 32, "tokens": toks(96)}
+        if lora_id is not None:
+            case["lora_id"] = lora_id
+        if salt:
+            case["salt"] = salt
+        add(f"trtllm v1 lora {lora_id} salt {salt!r}", **case)
+    add("trtllm v1 token edges", scheme="trtllm-v1-block-key", block_size=9, tokens=TOKEN_EDGES * 2)
     return out
 
 
