@@ -1,0 +1,92 @@
+package indexer
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/kvhash/kvhash/core"
+	"github.com/kvhash/kvhash/router/ingest"
+)
+
+// outcome counts an event's outcome from core's answer and applies the
+// guardrails: in enforce mode a live rank with an enforced violation is
+// quarantined; a quarantined rank's content violations restart its clock.
+func (a *applier) outcome(kind EventKind, err error) {
+	r := a.r
+	switch {
+	case err == nil:
+		r.events[kind][OutcomeApplied]++
+		return
+	case errors.Is(err, core.ErrEventRejected):
+		r.events[kind][OutcomeRejected]++
+	default:
+		r.events[kind][OutcomeViolation]++
+	}
+	var se *core.StabilityError
+	if !errors.As(err, &se) || !se.Enforced {
+		return
+	}
+	switch r.State() {
+	case StateLive:
+		a.quarantine(se, err)
+	case StateQuarantined:
+		if contentViolation(err) {
+			r.cleanSince = a.x.now()
+		}
+	}
+}
+
+// contentViolation reports whether err holds a violation that a clear
+// and a partial rebuild cannot explain: a hash mismatch or a self
+// reference. (Parents and removed blocks not found are expected while a
+// cleared rank rebuilds.)
+func contentViolation(err error) bool {
+	var errs []error
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		errs = j.Unwrap()
+	} else {
+		errs = []error{err}
+	}
+	for _, e := range errs {
+		var se *core.StabilityError
+		if errors.As(e, &se) && (se.Kind == core.ViolationHashMismatch || se.Kind == core.ViolationSelfReference) {
+			return true
+		}
+	}
+	return false
+}
+
+const stabilityFix = "use one --block-size on every engine and the router, one PYTHONHASHSEED on every engine process, " +
+	"and a deterministic hash (vLLM --prefix-caching-hash-algo sha256_cbor or sha256); see docs/guides/hash-stability.md"
+
+// quarantine clears a rank whose hashes proved unstable and asks its
+// engine to replay.
+func (a *applier) quarantine(se *core.StabilityError, err error) {
+	r := a.r
+	now := a.x.now()
+	a.w.index.ClearWorker(r.w)
+	r.forgetLocked()
+	r.quarantines++
+	reason := fmt.Sprintf("unstable engine hashes: %s (event %d, hash %d)", se.Kind, se.EventID, se.Hash)
+	r.setStateLocked(StateQuarantined, reason, now)
+	a.x.opts.Logger.Error("kvrouter: worker quarantined: "+reason+
+		"; its blocks were cleared and it is scored by load only until its events apply cleanly",
+		"worker_id", r.w.ID, "dp_rank", r.w.DPRank, "model", a.w.key.Model,
+		"settle", a.x.opts.QuarantineSettle.String(), "error", err.Error(), "fix", stabilityFix)
+	if a.src != nil && a.x.opts.Replay != nil {
+		src := *a.src
+		a.replay = &src
+	}
+}
+
+// requestReplay asks the stream of a quarantined rank for everything its
+// engine still buffers. Called without locks held.
+func (x *Indexer) requestReplay(src ingest.Source, r core.Worker) {
+	if err := x.opts.Replay.RequestReplay(src, 0); err != nil {
+		x.opts.Logger.Warn("kvrouter: replay request for a quarantined worker failed",
+			"worker_id", r.ID, "dp_rank", r.DPRank, "error", err.Error())
+		return
+	}
+	x.opts.Logger.Info("kvrouter: replay requested for the quarantined worker",
+		"worker_id", r.ID, "dp_rank", r.DPRank)
+}
