@@ -38,8 +38,8 @@ type allocTable struct {
 // maxLive.
 func (t *allocTable) room(size uint64) error {
 	if t.bytes+size > maxLive {
-		return fmt.Errorf("%w: allocating %d bytes would exceed the %d bytes all live allocations may hold (%d live)",
-			abi.ErrOutOfBounds, size, maxLive, t.bytes)
+		return fmt.Errorf("%w: allocating %d bytes would exceed the %d bytes all live allocations may hold (%d live): the request is too large for the module",
+			abi.ErrNoMemory, size, maxLive, t.bytes)
 	}
 	return nil
 }

@@ -86,10 +86,10 @@ func TestAllocTableFree(t *testing.T) {
 func TestAllocTableLimits(t *testing.T) {
 	var tb allocTable
 	assert.NoError(t, tb.room(maxLive))
-	assert.Equal(t, abi.StatusOutOfBounds, abi.StatusOf(tb.room(maxLive+1)))
+	assert.Equal(t, abi.StatusNoMemory, abi.StatusOf(tb.room(maxLive+1)))
 	b := make([]byte, 8)
 	require.NoError(t, tb.add(0x100, b, b))
-	assert.Equal(t, abi.StatusOutOfBounds, abi.StatusOf(tb.room(maxLive-7)))
+	assert.Equal(t, abi.StatusNoMemory, abi.StatusOf(tb.room(maxLive-7)))
 	assert.Equal(t, abi.StatusInternal, abi.StatusOf(tb.add(0x104, b, b)), "overlap is a bug")
 }
 

@@ -12,6 +12,9 @@ func kvhash_index_new(mode int32, outHandle uint32) (st int32) {
 	if a.Err != nil {
 		return fail(a.Err)
 	}
+	if err := budget.admit(newIndexBytes, "a new index"); err != nil {
+		return fail(err)
+	}
 	h, err := abi.IndexNew(mode)
 	*handle = h
 	return fail(err)
@@ -37,6 +40,9 @@ func kvhash_index_apply_json(h, workerID uint64, json, n uint32) (st int32) {
 	if a.Err != nil {
 		return fail(a.Err)
 	}
+	if err := budget.admit(eventJSONBytes(n), "applying an event"); err != nil {
+		return fail(err)
+	}
 	return fail(abi.IndexApplyJSON(h, workerID, data))
 }
 
@@ -47,6 +53,9 @@ func kvhash_index_apply_router_event_json(h uint64, json, n uint32) (st int32) {
 	data := view[byte](&mem, &a, json, n, "json")
 	if a.Err != nil {
 		return fail(a.Err)
+	}
+	if err := budget.admit(eventJSONBytes(n), "applying an event"); err != nil {
+		return fail(err)
 	}
 	return fail(abi.IndexApplyRouterEventJSON(h, data))
 }
@@ -60,6 +69,9 @@ func kvhash_index_apply_stored(h, workerID uint64, dpRank uint32, eventID uint64
 	th := view[uint64](&mem, &a, tokensHashes, n, "tokens_hashes")
 	if a.Err != nil {
 		return fail(a.Err)
+	}
+	if err := budget.admit(storedBlocksBytes(n), "applying a stored event"); err != nil {
+		return fail(err)
 	}
 	return fail(abi.IndexApplyStored(h, workerID, dpRank, eventID, flag(hasParent), parent, bh, th))
 }
@@ -116,6 +128,16 @@ func kvhash_index_find_matches(h uint64, localHashes, n uint32, earlyExit int32,
 //go:wasmexport kvhash_index_dump_jsonl
 func kvhash_index_dump_jsonl(h uint64, buf, capacity, outLen uint32) (st int32) {
 	defer catch(&st)
+	// The dump is built whole before it is copied out: ask for room for
+	// it first (an unknown handle fails in writeBytes, as for any call).
+	if blocks, err := abi.IndexBlocks(h); err == nil {
+		if err := budget.admit(dumpBytes(blocks), "dumping the index"); err != nil {
+			if length := out[uint32](&mem, &abi.Args{}, outLen, "out_len"); length != nil {
+				*length = 0
+			}
+			return fail(err)
+		}
+	}
 	return writeBytes(abi.IndexDumpJSONL, h, buf, capacity, outLen)
 }
 

@@ -4,6 +4,7 @@ package main
 
 import (
 	"fmt"
+	"os"
 	"unsafe"
 
 	"github.com/kvhash/kvhash/internal/abi"
@@ -12,11 +13,21 @@ import (
 // mem is the module's allocation table: the buffers the host may pass.
 var mem allocTable
 
+// budget guards the heap against growing past the module's memory (see
+// budget.go); the host may lower the limit with KVHASH_WASM_MEMORY_LIMIT.
+var budget = newMemoryBudget(parseMemoryLimit(os.Getenv(MemoryLimitEnv)))
+
+func init() { budget.apply() }
+
 //go:wasmexport kvhash_alloc
 func kvhash_alloc(size uint32) (ptr uint32) {
 	defer catchValue(&ptr)
 	if err := mem.room(uint64(size)); err != nil {
 		fail(fmt.Errorf("kvhash_alloc: %w", err))
+		return 0
+	}
+	if err := budget.admit(uint64(size), fmt.Sprintf("kvhash_alloc(%d)", size)); err != nil {
+		fail(err)
 		return 0
 	}
 	// Whole words, so every buffer is 8-byte aligned for u64 arrays.

@@ -79,6 +79,12 @@ extern "C" {
 /* WASM module only: a pointer/length outside every live allocation. The C
  * library never returns it. */
 #define KVHASH_ERR_OUT_OF_BOUNDS (-7)
+/* WASM module only: the request would take the module's heap past its
+ * memory budget (5/8 of its memory limit: 4 GiB, or the host's
+ * KVHASH_WASM_MEMORY_LIMIT). Nothing changed and the instance stays
+ * usable: free indexes or buffers and retry. Hashing is never refused.
+ * The C library never returns it. */
+#define KVHASH_ERR_NO_MEMORY (-8)
 
 /* ---- Index modes (kvhash_index_new, kvhash_index_set_mode) ------------- */
 

@@ -67,7 +67,7 @@ func NullOutput(name string) error {
 // Len converts a caller's count to int, failing when it does not fit.
 func Len(a *Args, n uint64, name string) int {
 	if n > math.MaxInt {
-		a.Fail(invalidf("%s %d does not fit in a Go int", name, n))
+		a.Fail(invalidf("%s %d is too large (at most %d)", name, n, math.MaxInt))
 		return 0
 	}
 	return int(n)

@@ -73,6 +73,8 @@ func TestLen(t *testing.T) {
 	require.NoError(t, a.Err)
 	assert.Equal(t, 0, Len(&a, math.MaxUint64, "n"))
 	assert.Equal(t, StatusInvalidArgument, StatusOf(a.Err))
+	// Worded for the caller, not about Go's types (issue 10, item 13).
+	assert.Equal(t, "invalid argument: n 18446744073709551615 is too large (at most 9223372036854775807)", Message(a.Err))
 }
 
 func TestNullOutput(t *testing.T) {

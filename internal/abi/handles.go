@@ -45,7 +45,7 @@ func (t *handleTable) remove(h uint64) error {
 
 func unknownHandle(h uint64) error {
 	if h == 0 {
-		return fmt.Errorf("%w: handle 0 is never an index", ErrUnknownHandle)
+		return fmt.Errorf("%w: handle 0 names no index (it is what a binding holds after freeing one)", ErrUnknownHandle)
 	}
 	return fmt.Errorf("%w: %d (never created, or already freed)", ErrUnknownHandle, h)
 }

@@ -57,6 +57,8 @@ func TestUnknownHandles(t *testing.T) {
 		"stats_json": func(h uint64) error { _, err := IndexStatsJSON(h, buf); return err },
 		"workers":    func(h uint64) error { _, err := IndexWorkers(h, ids, ranks); return err },
 	}
+	assert.Equal(t, "unknown index handle: handle 0 names no index (it is what a binding holds after freeing one)",
+		Message(IndexFree(0)))
 	for name, call := range calls {
 		for _, h := range []uint64{0, freed, 1 << 63} {
 			err := call(h)

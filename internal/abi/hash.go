@@ -150,7 +150,7 @@ func splitMM(flat []uint64, counts []uint32) ([][]uint64, error) {
 // that do not fit are invalid anyway; core rejects zero and negatives.
 func blockSizeInt(a *Args, blockSize int64) int {
 	if blockSize > math.MaxInt || blockSize < math.MinInt {
-		a.Fail(invalidf("block size %d does not fit in a Go int", blockSize))
+		a.Fail(invalidf("block_size %d is too large (at most %d)", blockSize, math.MaxInt))
 		return 0
 	}
 	return int(blockSize)

@@ -220,3 +220,18 @@ func copyAll(dst, data []byte, name string) (int, error) {
 	}
 	return copy(dst, data), nil
 }
+
+// IndexBlocks is the number of blocks the workers of index h hold
+// together, the size of its dump (the WASM module sizes its memory
+// request by it).
+func IndexBlocks(h uint64) (uint64, error) {
+	x, err := indexes.get(h)
+	if err != nil {
+		return 0, err
+	}
+	var n uint64
+	for _, w := range x.Stats().Workers {
+		n += w.Blocks
+	}
+	return n, nil
+}

@@ -20,9 +20,10 @@ const (
 	StatusRejected        Status = -5 // the index did not apply (all of) an event
 	StatusInternal        Status = -6 // a recovered panic: a bug in kvhash
 	StatusOutOfBounds     Status = -7 // WASM: memory outside every live allocation
+	StatusNoMemory        Status = -8 // WASM: the module's memory budget cannot hold the request
 
 	// MinStatus is the lowest status an export returns.
-	MinStatus = StatusOutOfBounds
+	MinStatus = StatusNoMemory
 )
 
 var statusNames = [...]string{
@@ -34,6 +35,7 @@ var statusNames = [...]string{
 	"KVHASH_ERR_REJECTED",
 	"KVHASH_ERR_INTERNAL",
 	"KVHASH_ERR_OUT_OF_BOUNDS",
+	"KVHASH_ERR_NO_MEMORY",
 }
 
 // String is the status's C macro name.
@@ -51,6 +53,9 @@ var (
 	ErrUnknownHandle  = errors.New("unknown index handle")
 	ErrOutOfBounds    = errors.New("out of bounds")
 	ErrInternal       = errors.New("internal error")
+	// ErrNoMemory: the WASM module refused a request that would take its
+	// heap past its budget (the instance stays usable).
+	ErrNoMemory = errors.New("out of memory")
 )
 
 // StatusOf maps an error to its status. Errors are classified from the most
@@ -63,6 +68,8 @@ func StatusOf(err error) Status {
 		return StatusOK
 	case errors.Is(err, ErrInternal):
 		return StatusInternal
+	case errors.Is(err, ErrNoMemory):
+		return StatusNoMemory
 	case errors.Is(err, ErrOutOfBounds):
 		return StatusOutOfBounds
 	case errors.Is(err, ErrBufferTooSmall):

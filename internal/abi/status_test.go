@@ -17,12 +17,12 @@ import (
 func TestStatusValuesAreFixed(t *testing.T) {
 	want := map[Status]int32{
 		StatusOK: 0, StatusInvalidArgument: -1, StatusBufferTooSmall: -2, StatusUnknownHandle: -3,
-		StatusDecode: -4, StatusRejected: -5, StatusInternal: -6, StatusOutOfBounds: -7,
+		StatusDecode: -4, StatusRejected: -5, StatusInternal: -6, StatusOutOfBounds: -7, StatusNoMemory: -8,
 	}
 	for s, v := range want {
 		assert.Equal(t, v, int32(s), s.String())
 	}
-	assert.Equal(t, StatusOutOfBounds, MinStatus)
+	assert.Equal(t, StatusNoMemory, MinStatus)
 }
 
 func TestStatusString(t *testing.T) {
@@ -38,8 +38,9 @@ func TestStatusString(t *testing.T) {
 		{StatusRejected, "KVHASH_ERR_REJECTED"},
 		{StatusInternal, "KVHASH_ERR_INTERNAL"},
 		{StatusOutOfBounds, "KVHASH_ERR_OUT_OF_BOUNDS"},
+		{StatusNoMemory, "KVHASH_ERR_NO_MEMORY"},
 		{Status(1), "Status(1)"},
-		{Status(-8), "Status(-8)"},
+		{Status(-9), "Status(-9)"},
 	}
 	for _, tt := range tests {
 		assert.Equal(t, tt.want, tt.s.String())
@@ -66,6 +67,8 @@ func TestStatusOf(t *testing.T) {
 		{"enforced mismatch", stability(core.ViolationHashMismatch, true), StatusRejected},
 		{"joined violations", errors.Join(stability(core.ViolationBlockNotFound, false), stability(core.ViolationBlockNotFound, false)), StatusRejected},
 		{"out of bounds", fmt.Errorf("%w: ptr", ErrOutOfBounds), StatusOutOfBounds},
+		{"no memory", fmt.Errorf("%w: 5 GiB", ErrNoMemory), StatusNoMemory},
+		{"no memory beats out of bounds", errors.Join(ErrOutOfBounds, ErrNoMemory), StatusNoMemory},
 		{"recovered panic", Recovered("boom"), StatusInternal},
 		{"unknown error is a bug", errors.New("surprise"), StatusInternal},
 		// The most specific cause wins over a general one.
