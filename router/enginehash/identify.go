@@ -55,7 +55,9 @@ func DefaultCandidates(extraSeeds ...string) []Candidate {
 // RootStore is a stored block at the root of an engine's tree (its event's
 // parent_block_hash is null), as the router sees it.
 type RootStore struct {
-	Tokens []uint32 // the block's tokens: exactly one block
+	// Tokens are the block's tokens: exactly one block (for SGLang with
+	// EAGLE, SGLangBigrams of the page's tokens and the one after it).
+	Tokens []uint32
 	// ExtraKeys are vLLM's extra keys for this block, as its event carries
 	// them (see ExtraKeysFromValues); nil for none. Their Tagged flags are
 	// ignored: Match tries both forms.

@@ -26,7 +26,7 @@ func TestVerifierNamesTheOracleSchemeAndSeed(t *testing.T) {
 		}
 		t.Run(c.Name, func(t *testing.T) {
 			st := RootStore{
-				Tokens:       c.tokens()[:c.BlockSize],
+				Tokens:       c.tokens()[:c.hashBlockSize()],
 				ExtraKeys:    untag(c.Blocks[0].extraKeys(t)), // as events carry them
 				Lookahead:    c.Blocks[0].Lookahead,
 				CacheSalt:    c.Salt,

@@ -17,6 +17,7 @@ type oracleCase struct {
 	Seed         *string        `json:"seed,omitempty"`
 	Salt         string         `json:"salt,omitempty"`
 	LoRAID       *uint64        `json:"lora_id,omitempty"`
+	Eagle        bool           `json:"eagle,omitempty"`
 	BlockSize    int            `json:"block_size"`
 	Tokens       []uint32       `json:"tokens,omitempty"`
 	TokensGolden int            `json:"tokens_golden,omitempty"`
@@ -67,7 +68,24 @@ func loadVectors(t testing.TB) []oracleCase {
 	return f.Chains
 }
 
+// tokens are the case's tokens as the scheme hashes them (SGLang EAGLE:
+// the flattened bigrams).
 func (c *oracleCase) tokens() []uint32 {
+	if c.Eagle {
+		return SGLangBigrams(nil, c.rawTokens())
+	}
+	return c.rawTokens()
+}
+
+// hashBlockSize is the block size over tokens().
+func (c *oracleCase) hashBlockSize() int {
+	if c.Eagle {
+		return 2 * c.BlockSize
+	}
+	return c.BlockSize
+}
+
+func (c *oracleCase) rawTokens() []uint32 {
 	if c.TokensGolden > 0 {
 		out := make([]uint32, c.TokensGolden)
 		for i := range out {
@@ -207,6 +225,9 @@ func (c *oracleCase) chain(t testing.TB, root Digest) ([]Block, error) {
 			salt = &id
 		}
 		return TRTLLMV1Chain(nil, c.tokens(), c.BlockSize, salt, c.LoRAID)
+	}
+	if c.Eagle {
+		return SGLangEagleChain(nil, root, c.rawTokens(), c.BlockSize)
 	}
 	return Chain(nil, c.Scheme, root, c.tokens(), c.BlockSize, c.vllmExtras(t))
 }

@@ -24,7 +24,7 @@ func TestOracleVectors(t *testing.T) {
 			tokens := c.tokens()
 			parent := root
 			for i, want := range c.Blocks {
-				block := tokens[i*c.BlockSize : (i+1)*c.BlockSize]
+				block := tokens[i*c.hashBlockSize() : (i+1)*c.hashBlockSize()]
 				d, err := c.Scheme.LookaheadBlockDigest(parent, block, c.blockKeys(t, i), want.Lookahead)
 				require.NoError(t, err, "block %d", i)
 				require.Equal(t, want.Digest, d.String(), "block %d digest", i)

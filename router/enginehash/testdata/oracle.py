@@ -37,6 +37,7 @@ Case JSON (input of batch, and each entry of generate's "chains"):
      "seed": "<vLLM seed string>",          (vLLM)
      "salt": "<cache salt>",                (SGLang, TensorRT-LLM; optional)
      "lora_id": <u64>,                      (TensorRT-LLM; optional)
+     "eagle": true,                         (SGLang's EAGLE bigram keys; optional)
      "block_size": N, "tokens": [u32...]  or  "tokens_golden": <count>,
      "extras": {"lora": str, "lora_path": str, "salt": str,
                 "mm": [[id, offset, length]...], "embeds": [hex per block],
@@ -241,13 +242,19 @@ def run_sglang(case: Json) -> Json:
         prior = hashlib.sha256(SGLANG_SALT_TAG + salt.encode("utf-8")).digest()
     root = prior.hex() if prior is not None else ""
     tokens = case_tokens(case)
+    # EAGLE: the key is the bigrams (t[i], t[i+1]); a page holds block_size
+    # of them and hashes both elements of each.
+    keys: List[Tuple[int, ...]] = (
+        [(tokens[i], tokens[i + 1]) for i in range(len(tokens) - 1)] if case.get("eagle") else [(t,) for t in tokens]
+    )
     blocks: List[Json] = []
-    for start, end in full_blocks(tokens, int(case["block_size"])):
+    for start, end in full_blocks(keys, int(case["block_size"])):
         h = hashlib.sha256()
         if prior is not None:
             h.update(prior)
-        for t in tokens[start:end]:
-            h.update(t.to_bytes(4, "little", signed=False))
+        for key in keys[start:end]:
+            for t in key:
+                h.update(t.to_bytes(4, "little", signed=False))
         prior = h.digest()
         blocks.append(
             {
@@ -422,6 +429,8 @@ def cases() -> List[Json]:
         add(f"sglang salt {salt!r}", scheme="sglang-sha256", salt=salt, block_size=16, tokens=toks(16 * 3))
     add("sglang page size 1", scheme="sglang-sha256", block_size=1, tokens=toks(5))
     add("sglang token edges", scheme="sglang-sha256", block_size=9, tokens=TOKEN_EDGES)
+    add("sglang eagle bigrams", scheme="sglang-sha256", eagle=True, block_size=4, tokens=toks(13))
+    add("sglang eagle bigrams, salted", scheme="sglang-sha256", eagle=True, salt="tenant-a", block_size=1, tokens=toks(4))
     for lora_id, salt in [(None, ""), (7, ""), (None, "tenant-a"), (2**64 - 1, "t")]:
         case: Json = {"scheme": "trtllm-v2-sha256", "block_size": 32, "tokens": toks(64)}
         if lora_id is not None:
