@@ -14,7 +14,7 @@ INGEST_PY := router/ingest/testdata/vllm_wire.py router/ingest/testdata/gen_gold
 # and the Python side's types.
 router-ingest-python: $(VENV_STAMP)
 	$(PY) -m pytest -q -p no:cacheprovider router/tests/test_ingest_golden.py
-	$(PY) -m mypy --strict --cache-dir $(BUILD)/mypy-cache $(INGEST_PY)
+	$(PY) -m mypy --strict --cache-dir $(BUILD)/mypy-cache-ingest $(INGEST_PY)
 
 # Rewrites the golden files (then commit them with the change that moved them).
 router-ingest-golden: $(VENV_STAMP)

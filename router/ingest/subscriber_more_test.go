@@ -240,3 +240,29 @@ func TestSubscriberSurvivesAPanickingHandlerAndUnsubscribes(t *testing.T) {
 	_, err = s.Subscribe(sub)
 	require.Error(t, err, "already subscribed")
 }
+
+func TestSubscriberWaitsForAnEngineThatIsNotUpYet(t *testing.T) {
+	e := startEngine(t)
+	rec := newRecorder()
+	s := newTestSubscriber(t, rec)
+	port := freePorts(t, 1)
+	_, err := s.Subscribe(Subscription{Model: "m", WorkerID: 1, Endpoint: tcp(port), Topic: "kv"})
+	require.NoError(t, err)
+	time.Sleep(300 * time.Millisecond) // several failed dials
+	assert.Zero(t, s.Stats().Connects.Load())
+
+	e.do(map[string]any{"op": "open", "name": "e", "endpoint": tcp(port), "topic": "kv"})
+	e.do(map[string]any{"op": "wait_sub", "name": "e"})
+	e.send("e", batchOf(storedEv([]uint64{1}, nil, 0)))
+	rec.waitFor(t, "the first batch", func() bool { return len(rec.batches) == 1 })
+	assert.Equal(t, uint64(1), s.Stats().Connects.Load())
+
+	// It goes away: reported, and the subscriber keeps trying.
+	e.do(map[string]any{"op": "close", "name": "e"})
+	rec.waitFor(t, "disconnected", func() bool { return rec.countLocked(StreamDisconnected) == 1 })
+	ss := s.Stats().Source(Source{Model: "m", WorkerID: 1})
+	require.NotNil(t, ss)
+	assert.False(t, ss.Connected.Load())
+	assert.True(t, ss.HaveSeq.Load())
+	assert.Equal(t, uint64(0), ss.LastSeq.Load())
+}
