@@ -194,7 +194,7 @@ def case_tokens(case: Json) -> List[int]:
     return [int(t) for t in case.get("tokens") or []]
 
 
-def full_blocks(tokens: Sequence[int], size: int) -> List[Tuple[int, int]]:
+def full_blocks(tokens: Sequence[Any], size: int) -> List[Tuple[int, int]]:
     return [(s, s + size) for s in range(0, len(tokens) - size + 1, size)]
 
 
