@@ -31,8 +31,12 @@ type RankState struct {
 	Worker  core.Worker
 	HaveSeq bool
 	LastSeq uint64
-	Salts   []Salt   // sorted by hash
-	Skipped []uint64 // engine hashes not indexed, sorted
+	// StreamRank is the rank of the stream (Source.DPRank) whose batches
+	// LastSeq counts: the worker rank itself unless the engine numbers its
+	// ranks globally. Resume that stream at LastSeq+1.
+	StreamRank uint32
+	Salts      []Salt   // sorted by hash
+	Skipped    []uint64 // engine hashes not indexed, sorted
 }
 
 // Salt is one salted block of a rank: its engine hash and its salt.
@@ -76,7 +80,7 @@ func (x *Indexer) Export() Saved {
 }
 
 func (r *rank) savedLocked() RankState {
-	rs := RankState{Worker: r.w, HaveSeq: r.haveSeq, LastSeq: r.lastSeq}
+	rs := RankState{Worker: r.w, HaveSeq: r.haveSeq, LastSeq: r.lastSeq, StreamRank: r.streamRank}
 	for h, salt := range r.salts {
 		rs.Salts = append(rs.Salts, Salt{Hash: h, Salt: salt})
 	}
@@ -134,7 +138,7 @@ func (x *Indexer) Restore(s Saved) (err error) {
 			return fmt.Errorf("indexer: restore: rank of unknown worker %d", rs.Worker.ID)
 		}
 		r.mu.Lock()
-		r.haveSeq, r.lastSeq = rs.HaveSeq, rs.LastSeq
+		r.haveSeq, r.lastSeq, r.streamRank = rs.HaveSeq, rs.LastSeq, rs.StreamRank
 		for _, sl := range rs.Salts {
 			if r.salts == nil {
 				r.salts = map[uint64]string{}

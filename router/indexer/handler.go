@@ -50,7 +50,7 @@ func (x *Indexer) applyBatch(src ingest.Source, w *worker, r *rank, b *ingest.Ba
 		x.opts.Logger.Info("kvrouter: worker degraded: "+reason+"; scored by load only until its new events rebuild it",
 			"worker_id", r.w.ID, "dp_rank", r.w.DPRank, "settle", x.opts.DegradedSettle.String())
 	}
-	r.haveSeq, r.lastSeq, r.lastEventAt = true, b.Seq, now
+	r.haveSeq, r.lastSeq, r.streamRank, r.lastEventAt = true, b.Seq, src.DPRank, now
 	r.lag = 0
 	if b.Timestamp > 0 {
 		engine := time.Unix(0, int64(b.Timestamp*1e9))

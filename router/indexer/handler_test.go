@@ -352,6 +352,10 @@ func TestStreamEventsFollowTheRankBatchesName(t *testing.T) {
 	assert.Equal(t, StateDegraded, f.rankInfo(1, 6).State)
 	assert.Equal(t, StateLive, f.rankInfo(1, 0).State)
 	assert.Zero(t, f.rankInfo(1, 6).Blocks)
+	assert.Equal(t, uint32(0), f.rankInfo(1, 6).StreamRank, "its seq is stream 0's")
+	saved := f.ix.Export()
+	assert.Equal(t, RankState{Worker: wk(1, 6), HaveSeq: true, StreamRank: 0}, saved.Ranks[1])
+	assert.Equal(t, uint32(0), saved.Ranks[0].StreamRank)
 }
 
 func TestJoiningAStreamMidwayDegrades(t *testing.T) {

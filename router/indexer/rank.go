@@ -23,6 +23,7 @@ type rank struct {
 	connected   bool
 	haveSeq     bool
 	lastSeq     uint64
+	streamRank  uint32
 	lastEventAt time.Time
 	lag         float64
 	events      [NumEventKinds][NumOutcomes]uint64
@@ -53,7 +54,7 @@ type rank struct {
 }
 
 func newRank(w core.Worker, now time.Time) *rank {
-	r := &rank{w: w, since: now}
+	r := &rank{w: w, since: now, streamRank: w.DPRank}
 	r.state.Store(uint32(StateLive))
 	return r
 }
@@ -95,6 +96,7 @@ func (r *rank) info() RankInfo {
 		Connected:   r.connected,
 		HaveSeq:     r.haveSeq,
 		LastSeq:     r.lastSeq,
+		StreamRank:  r.streamRank,
 		LastEventAt: r.lastEventAt,
 		LagSeconds:  r.lag,
 		Events:      r.events,

@@ -152,6 +152,7 @@ type RankInfo struct {
 	Connected   bool      // the stream's last connect/disconnect
 	HaveSeq     bool      // a batch was handled, LastSeq is set
 	LastSeq     uint64
+	StreamRank  uint32    // the stream (Source.DPRank) LastSeq belongs to; see RankState
 	LastEventAt time.Time // when the last batch or event was handled
 	// LagSeconds: at the last batch, how far the engine's batch timestamp
 	// was behind the router's clock (0 when the engine sent none).

@@ -145,11 +145,12 @@ func (d *decoder) saved() indexer.Saved {
 		}
 		s.Indexes = append(s.Indexes, is)
 	}
-	nr := d.count(6)
+	nr := d.count(7)
 	for range nr {
 		rs := indexer.RankState{Worker: core.Worker{ID: d.uv(), DPRank: d.u32("dp_rank")}}
 		rs.HaveSeq = d.flag()
 		rs.LastSeq = d.uv()
+		rs.StreamRank = d.u32("stream rank")
 		ns := d.count(9)
 		for range ns {
 			rs.Salts = append(rs.Salts, indexer.Salt{Hash: d.u64(), Salt: d.str()})

@@ -123,6 +123,7 @@ func (e *encoder) saved(s *indexer.Saved) {
 		e.uv(uint64(r.Worker.DPRank))
 		e.flag(r.HaveSeq)
 		e.uv(r.LastSeq)
+		e.uv(uint64(r.StreamRank))
 		e.uv(uint64(len(r.Salts)))
 		for _, sl := range r.Salts {
 			e.u64(sl.Hash)

@@ -57,6 +57,8 @@ func fleet(t testing.TB) *indexer.Indexer {
 	mm.ExtraKeys = [][]any{{[]any{"img", int64(0)}}}
 	send(2, "llama", 0, 0, mm, st(nil, p[:8], 21, 22))
 	send(3, "qwen", 0, 12, st(nil, p[:4], 31))
+	global := uint32(4) // an engine numbering its ranks fleet-wide, on stream 0
+	ix.HandleBatch(ingest.Source{WorkerID: 3, Model: "qwen"}, &ingest.Batch{Seq: 13, DPRank: &global, Events: []ingest.Event{st(nil, p[4:8], 32)}})
 	return ix
 }
 
@@ -80,6 +82,11 @@ func TestRoundTrip(t *testing.T) {
 	require.True(t, ok)
 	assert.Equal(t, uint64(7), info.Ranks[1].LastSeq)
 	assert.Equal(t, "http://127.0.0.1:8000", info.Spec.BaseURL)
+	info, ok = restored.Worker(3)
+	require.True(t, ok)
+	require.Len(t, info.Ranks, 2)
+	assert.Equal(t, uint64(13), info.Ranks[1].LastSeq)
+	assert.Equal(t, uint32(0), info.Ranks[1].StreamRank)
 
 	// Matching works on the restored index, salt included.
 	local, err := restored.HashPrompt(tokens(1, 16), indexer.PromptOptions{CacheSalt: "tenant-a"})
