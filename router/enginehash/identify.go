@@ -129,57 +129,81 @@ func (v *Verifier) Candidates() []Candidate { return append([]Candidate(nil), v.
 // does not match.
 func (v *Verifier) Match(st RootStore) []Match {
 	var out []Match
-	var tagged []ExtraKey
-	if len(st.ExtraKeys) > 0 {
-		tagged = make([]ExtraKey, len(st.ExtraKeys))
-		for i, k := range st.ExtraKeys {
-			tagged[i] = k.Tag()
-			if k.Kind == ExtraLoRA {
-				tagged[i].Path = st.LoRAPath
-			}
-		}
-	}
-	untagged := untag(st.ExtraKeys)
+	forms := vllmKeyForms(st)
 	for i, c := range v.candidates {
-		if !c.Scheme.IsVLLM() {
-			if len(st.ExtraKeys) != 0 || len(st.Lookahead) != 0 {
-				continue // these engines fold salt and LoRA into the root
-			}
-			if c.Scheme == TRTLLMV1BlockKey {
-				if d, ok := matchTRTLLMV1(st); ok {
-					out = append(out, Match{Candidate: c, Digest: d})
-				}
-				continue
-			}
-			root := SGLangRoot(st.CacheSalt)
-			if c.Scheme == TRTLLMV2SHA256 {
-				scope := TRTLLMScope{LoRAID: st.TRTLLMLoRAID}
-				if st.CacheSalt != "" {
-					id := TRTLLMSaltID(st.CacheSalt)
-					scope.SaltID = &id
-				}
-				root = TRTLLMRoot(scope)
-			}
-			if d, err := c.Scheme.BlockDigest(root, st.Tokens, nil); err == nil && c.Scheme.WireID(d) == st.WireID {
-				out = append(out, Match{Candidate: c, Digest: d})
-			}
-			continue
+		var m Match
+		var ok bool
+		switch {
+		case c.Scheme.IsVLLM():
+			m, ok = matchVLLM(c.Scheme, v.vllmRoots[i], st, forms)
+		case len(st.ExtraKeys) != 0 || len(st.Lookahead) != 0:
+			// SGLang and TensorRT-LLM have no per-block extra keys: a store
+			// with them is not theirs.
+		case c.Scheme == TRTLLMV1BlockKey:
+			m.Digest, ok = matchTRTLLMV1(st)
+		default:
+			m.Digest, ok = matchRootScheme(c.Scheme, st)
 		}
-		root := v.vllmRoots[i]
-		if d, err := c.Scheme.LookaheadBlockDigest(root, st.Tokens, untagged, st.Lookahead); err == nil && c.Scheme.WireID(d) == st.WireID {
-			out = append(out, Match{Candidate: c, Digest: d})
-			continue
-		}
-		if tagged == nil {
-			continue
-		}
-		if d, err := c.Scheme.LookaheadBlockDigest(root, st.Tokens, tagged, st.Lookahead); err == nil && c.Scheme.WireID(d) == st.WireID {
-			out = append(out, Match{Candidate: c, Digest: d, TaggedKeys: true})
+		if ok {
+			m.Candidate = c
+			out = append(out, m)
 		}
 	}
 	return out
 }
 
+// keyForms are a store's vLLM extra keys in both forms.
+type keyForms struct {
+	untagged, tagged []ExtraKey // tagged is nil without extra keys
+}
+
+func vllmKeyForms(st RootStore) keyForms {
+	f := keyForms{untagged: untag(st.ExtraKeys)}
+	if len(st.ExtraKeys) > 0 {
+		f.tagged = make([]ExtraKey, len(st.ExtraKeys))
+		for i, k := range st.ExtraKeys {
+			f.tagged[i] = k.Tag()
+			if k.Kind == ExtraLoRA {
+				f.tagged[i].Path = st.LoRAPath
+			}
+		}
+	}
+	return f
+}
+
+// matchVLLM tries the store's keys untagged (vLLM up to 0.32), then tagged
+// (0.33).
+func matchVLLM(s Scheme, root Digest, st RootStore, forms keyForms) (Match, bool) {
+	if d, err := s.LookaheadBlockDigest(root, st.Tokens, forms.untagged, st.Lookahead); err == nil && s.WireID(d) == st.WireID {
+		return Match{Digest: d}, true
+	}
+	if forms.tagged == nil {
+		return Match{}, false
+	}
+	if d, err := s.LookaheadBlockDigest(root, st.Tokens, forms.tagged, st.Lookahead); err == nil && s.WireID(d) == st.WireID {
+		return Match{Digest: d, TaggedKeys: true}, true
+	}
+	return Match{}, false
+}
+
+// matchRootScheme checks SGLang and TensorRT-LLM v2, whose salt and LoRA
+// are in the root digest.
+func matchRootScheme(s Scheme, st RootStore) (Digest, bool) {
+	root := SGLangRoot(st.CacheSalt)
+	if s == TRTLLMV2SHA256 {
+		scope := TRTLLMScope{LoRAID: st.TRTLLMLoRAID}
+		if st.CacheSalt != "" {
+			id := TRTLLMSaltID(st.CacheSalt)
+			scope.SaltID = &id
+		}
+		root = TRTLLMRoot(scope)
+	}
+	d, err := s.BlockDigest(root, st.Tokens, nil)
+	return d, err == nil && s.WireID(d) == st.WireID
+}
+
+// matchTRTLLMV1 checks TensorRT-LLM v1, which mixes the salt id into the
+// root block and the LoRA task id into every block.
 func matchTRTLLMV1(st RootStore) (Digest, bool) {
 	var keys [2]ExtraKey
 	extra := keys[:0]
