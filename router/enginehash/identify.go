@@ -78,6 +78,23 @@ type RootStore struct {
 	WireID uint64
 }
 
+// Conclusive reports whether "no candidate matches st" can be blamed on the
+// engine. It cannot when st has a LoRA key but no LoRAPath: vLLM 0.33 hashes
+// the adapter's path, which its events do not carry, so such a store fails
+// to match even on a deterministic engine. Base verdicts on other root
+// stores (most have no LoRA), or set LoRAPath from the deployment.
+func (st RootStore) Conclusive() bool {
+	if st.LoRAPath != "" {
+		return true
+	}
+	for _, k := range st.ExtraKeys {
+		if k.Kind == ExtraLoRA {
+			return false
+		}
+	}
+	return true
+}
+
 // Match is a candidate that reproduces a root store, with the block's full
 // digest: the parent a router needs to verify the chained blocks after it.
 type Match struct {

@@ -132,3 +132,10 @@ func TestExtraKeysFromValues(t *testing.T) {
 		})
 	}
 }
+
+func TestRootStoreConclusive(t *testing.T) {
+	assert.True(t, RootStore{}.Conclusive())
+	assert.True(t, RootStore{ExtraKeys: []ExtraKey{SaltKey("s"), MMKey("i", 0)}}.Conclusive())
+	assert.False(t, RootStore{ExtraKeys: []ExtraKey{LoRAKey("a")}}.Conclusive(), "vLLM 0.33 hashes the path the event lacks")
+	assert.True(t, RootStore{ExtraKeys: []ExtraKey{LoRAKey("a")}, LoRAPath: "/p"}.Conclusive())
+}
