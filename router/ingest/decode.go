@@ -48,7 +48,7 @@ func (dec *Decoder) DecodeBatch(topic string, seq uint64, payload []byte) (b *Ba
 	dec.payload = payload
 	dec.r.Reset(payload)
 	defer func() { dec.payload = nil }() // keep no reference to the caller's bytes
-	dec.slab.reset(len(payload))
+	dec.slab.reset()
 	b = &Batch{Topic: topic, Seq: seq}
 	unknown, err = dec.batch(b)
 	if err == nil && dec.r.Len() != 0 {

@@ -265,7 +265,7 @@ func (dec *Decoder) hashList() ([]uint64, error) {
 	if err != nil {
 		return nil, err
 	}
-	out := dec.slab.u64(n)
+	out := dec.slab.u64(n, dec.r.Len())
 	for i := dec.fastHashes(out); i < len(out); i++ {
 		if out[i], err = dec.hash(); err != nil {
 			return nil, at("["+strconv.Itoa(i)+"]", err)
@@ -281,7 +281,7 @@ func (dec *Decoder) tokenList() ([]uint32, error) {
 	if err != nil {
 		return nil, err
 	}
-	out := dec.slab.u32(n)
+	out := dec.slab.u32(n, dec.r.Len())
 	for i := dec.fastTokens(out); i < len(out); i++ {
 		c, err := dec.peek()
 		if err != nil {

@@ -258,6 +258,9 @@ func (st *stream) lost(from, to uint64, err error) {
 }
 
 func (st *stream) emit(ev StreamEvent) {
+	if st.ctx.Err() != nil {
+		return // unsubscribed: a replay cut short by it is no news
+	}
 	defer st.recoverHandler("HandleStream")
 	st.sub.opts.Handler.HandleStream(st.src, ev)
 }

@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
+import random
 import sys
 from pathlib import Path
 from typing import Any
@@ -230,6 +231,74 @@ def cases() -> list[Case]:
     ]
 
 
+def random_cases(n: int, seed: int) -> list[Case]:
+    """Random batches in every layout, for the decoder's differential test."""
+    rng = random.Random(seed)
+
+    def u64_or_bytes() -> w.Hash:
+        if rng.random() < 0.5:
+            return rng.randrange(2**64)
+        return rng.randbytes(rng.choice([0, 3, 8, 32, 40]))
+
+    def i64() -> int:
+        return rng.randrange(-(2**63), 2**63)
+
+    def toks() -> list[int]:
+        top = rng.choice([128, 2**16, 2**32])
+        return [rng.randrange(top) for _ in range(rng.choice([0, 1, 16, 33]))]
+
+    def opt(v: Any) -> Any:
+        return v if rng.random() < 0.5 else None
+
+    def event(layout: str) -> Any:
+        kind = rng.choice(["stored", "stored", "removed", "cleared"])
+        n = rng.randrange(0, 5)
+        if layout == "sglang":
+            if kind == "stored":
+                return w.SglBlockStored(
+                    block_hashes=[i64() for _ in range(n)], parent_block_hash=opt(i64()), token_ids=toks(),
+                    block_size=16, lora_id=opt(rng.randrange(9)), medium=opt("CPU_TIER1"),
+                    cache_salt=opt("salt-%d" % rng.randrange(99)), session_id=opt("s%d" % rng.randrange(99)),
+                )
+            return w.SglBlockRemoved(block_hashes=[i64() for _ in range(n)], medium=opt("GPU"))
+        if kind == "cleared":
+            return w.ArrayAllBlocksCleared() if layout == "array" else w.MapAllBlocksCleared()
+        if kind == "removed":
+            rcls = w.ArrayBlockRemoved if layout == "array" else w.MapBlockRemoved
+            return rcls(
+                block_hashes=[u64_or_bytes() for _ in range(n)], medium=opt("GPU"), group_idx=opt(rng.randrange(3)),
+                locality=opt("REMOTE"), ownership=opt("OWNED"),
+            )
+        cls = w.ArrayBlockStored if layout == "array" else w.MapBlockStored
+        return cls(
+            block_hashes=[u64_or_bytes() for _ in range(n)], parent_block_hash=opt(u64_or_bytes()), token_ids=toks(),
+            block_size=rng.choice([0, 16, 2096]), lora_id=opt(rng.randrange(9)), medium=opt("GPU"),
+            lora_name=opt("lora-%d" % rng.randrange(9)),
+            extra_keys=opt([opt(["k", rng.randrange(9)]) for _ in range(n)]),
+            group_idx=opt(rng.randrange(3)), kv_cache_spec_kind=opt("full_attention"),
+            kv_cache_spec_sliding_window=opt(rng.randrange(1, 9000)), locality=opt("LOCAL"),
+            ownership=opt("OWNED"), session_id=opt("sess"),
+            lookahead_token_ids=opt([opt(toks()) for _ in range(n)]),
+        )
+
+    cases: list[Case] = []
+    for i in range(n):
+        layout = rng.choice(["array", "map", "sglang"])
+        events = [event(layout) for _ in range(rng.randrange(0, 6))]
+        ts = rng.uniform(0, 2e9)
+        form = rng.choice(["legacy", "array", "map"])
+        dp = opt(rng.randrange(8))
+        batch: Batch
+        if form == "legacy":
+            batch = w.LegacyArrayBatch(ts=ts, events=events)
+        elif form == "array":
+            batch = w.ArrayBatch(ts=ts, events=events, data_parallel_rank=dp)
+        else:
+            batch = w.MapBatch(ts=ts, events=events, data_parallel_rank=dp)
+        cases.append((f"random_{seed}_{i:03d}", batch, f"random {layout} events in a {form} batch"))
+    return cases
+
+
 def opt_hash(h: w.Hash | None) -> int | None:
     return None if h is None else w.wire_hash(h)
 
@@ -264,10 +333,10 @@ def expected(topic: str, seq: int, batch: Batch) -> dict[str, Any]:
     }
 
 
-def write(out: Path) -> list[Path]:
+def write(out: Path, which: list[Case] | None = None) -> list[Path]:
     out.mkdir(parents=True, exist_ok=True)
     written = []
-    for seq, (name, batch, about) in enumerate(cases()):
+    for seq, (name, batch, about) in enumerate(cases() if which is None else which):
         payload = out / f"{name}.msgpack"
         payload.write_bytes(w.encode(batch))
         doc = {"about": about, "want": expected("kv", seq, batch)}
@@ -280,8 +349,11 @@ def write(out: Path) -> list[Path]:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", type=Path, default=Path(__file__).resolve().parent / "golden")
+    ap.add_argument("--random", type=int, default=0, help="write N random cases instead of the golden ones")
+    ap.add_argument("--seed", type=int, default=1)
     args = ap.parse_args()
-    for p in write(args.out):
+    which = random_cases(args.random, args.seed) if args.random else None
+    for p in write(args.out, which):
         print(p)
 
 
