@@ -25,6 +25,23 @@ type Config struct {
 	// Stderr receives what the module writes to stderr (the Go runtime's
 	// crash reports). nil discards it.
 	Stderr io.Writer
+	// MemoryLimit caps each instance's linear memory, in bytes (rounded
+	// down to 64 KiB pages, at least 64 MiB); 0 means the wasm32 maximum,
+	// 4 GiB. The module is told the limit and refuses requests that would
+	// take its heap past 5/8 of it with ErrNoMemory, so an instance never
+	// runs out of memory and traps.
+	MemoryLimit uint64
+}
+
+// minMemoryLimit is the smallest limit the module accepts.
+const minMemoryLimit = 64 << 20
+
+// memoryLimit is the limit in bytes, in whole pages, or 0 for none.
+func (c Config) memoryLimit() uint64 {
+	if c.MemoryLimit == 0 || c.MemoryLimit >= 1<<32 {
+		return 0
+	}
+	return max(c.MemoryLimit, minMemoryLimit) &^ (1<<16 - 1)
 }
 
 // defaultCacheDir is the per-user directory of compiled code.

@@ -26,6 +26,7 @@ const (
 	StatusRejected        = Status(abi.StatusRejected)
 	StatusInternal        = Status(abi.StatusInternal)
 	StatusOutOfBounds     = Status(abi.StatusOutOfBounds)
+	StatusNoMemory        = Status(abi.StatusNoMemory)
 )
 
 // String names the status as the C header does. A code outside the ABI
@@ -46,6 +47,11 @@ var (
 	ErrUnknownHandle  = errors.New("kvhash: unknown index handle")
 	ErrInternal       = errors.New("kvhash: internal error in the module")
 	ErrOutOfBounds    = errors.New("kvhash: pointer or length outside a live allocation")
+	// ErrNoMemory is KVHASH_ERR_NO_MEMORY, or a request too large for a
+	// module instance: the module refused to grow its heap past its
+	// budget. Nothing changed; the instance and its indexes stay usable,
+	// and freeing indexes makes room again.
+	ErrNoMemory = errors.New("kvhash: too large for the module's memory")
 	// ErrRejected is KVHASH_ERR_REJECTED: a stability violation that is
 	// an error in the index's current mode.
 	ErrRejected = errors.New("kvhash: event rejected by the index")
@@ -92,6 +98,8 @@ func (e *Error) Unwrap() []error {
 		return []error{ErrInternal}
 	case StatusOutOfBounds:
 		return []error{ErrOutOfBounds}
+	case StatusNoMemory:
+		return []error{ErrNoMemory}
 	}
 	return nil
 }

@@ -61,8 +61,14 @@ func (x *Index) do(f func(in *instance) error) error {
 	}
 	x.in.mu.Lock()
 	defer x.in.mu.Unlock()
+	if x.handle == 0 {
+		return errFreed
+	}
 	return f(x.in)
 }
+
+// errFreed is the error of every call on an Index after its Free.
+var errFreed = fmt.Errorf("%w: the index was freed (Index.Free was called)", ErrUnknownHandle)
 
 // Free releases the index in the module. Later calls (and a second Free)
 // fail with ErrUnknownHandle.

@@ -166,6 +166,7 @@ func TestIndexFreeAndUnknownHandle(t *testing.T) {
 	populate(t, x)
 	require.NoError(t, x.Free())
 	assert.ErrorIs(t, x.Free(), ErrUnknownHandle)
+	assert.ErrorContains(t, x.Free(), "the index was freed", "the message says why (issue 10, item 13)")
 	_, err = x.FindMatches(publicBlocks, false)
 	assert.ErrorIs(t, err, ErrUnknownHandle)
 	assert.ErrorIs(t, x.RemoveWorker(1), ErrUnknownHandle)

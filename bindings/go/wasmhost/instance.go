@@ -9,7 +9,6 @@ import (
 	"sync"
 	"unsafe"
 
-	"github.com/kvhash/kvhash/core"
 	"github.com/tetratelabs/wazero/api"
 )
 
@@ -174,11 +173,16 @@ func (in *instance) reserve(size uint64) (uint32, error) {
 	if size <= uint64(in.scratchCap) {
 		return in.scratch, nil
 	}
-	grown := max(size, 2*uint64(in.scratchCap), 4096)
-	grown = (grown + 7) &^ 7
-	if grown > math.MaxUint32 {
-		return 0, fmt.Errorf("%w: %d bytes of arguments do not fit a 32-bit module", core.ErrInvalidArgument, size)
+	if size > math.MaxUint32-7 {
+		return 0, fmt.Errorf("%w: the call needs %d bytes of arguments and results, more than a 32-bit module holds", ErrNoMemory, size)
 	}
+	// Doubling amortizes growth, but not past what was asked for when
+	// that would cross 1 GiB, the most a module's buffers may hold.
+	grown := max(size, 4096)
+	if double := 2 * uint64(in.scratchCap); double > grown && double <= 1<<30 {
+		grown = double
+	}
+	grown = (grown + 7) &^ 7
 	if in.scratch != 0 {
 		if _, err := in.call(in.fn.free, uint64(in.scratch)); err != nil {
 			return 0, err
@@ -191,7 +195,10 @@ func (in *instance) reserve(size uint64) (uint32, error) {
 	}
 	ptr := uint32(r)
 	if ptr == 0 {
-		return 0, fmt.Errorf("kvhash_alloc(%d) failed: module out of memory", grown)
+		// kvhash_alloc fails only when the request does not fit the
+		// module's memory (or on a bug, which its message says).
+		return 0, &Error{Op: "kvhash_alloc", Status: StatusNoMemory,
+			Message: fmt.Sprintf("the call needs %d bytes of arguments and results: %s", size, in.lastErrorMessage())}
 	}
 	in.scratch, in.scratchCap = ptr, uint32(grown)
 	return ptr, nil

@@ -60,9 +60,13 @@ func (in *instance) hashPrompt(f api.Function, outputs int, tokens []uint32, blo
 	for _, block := range opts.MMHashes {
 		mmTotal += len(block)
 	}
-	// A block holds at least one token, so len(tokens) bounds the result:
-	// no extra call is needed to size the output.
-	outCap := len(tokens)
+	// len(tokens)/blockSize bounds the block count (with or without
+	// Eagle), so no extra call is needed to size the output; the module
+	// decides the count and rejects a bad block size.
+	outCap := 0
+	if blockSize > 0 {
+		outCap = len(tokens) / blockSize
+	}
 	for range 2 {
 		var l layout
 		outLenOff := l.add(8)

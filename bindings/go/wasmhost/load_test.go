@@ -163,5 +163,6 @@ func TestLargePromptGrowsScratch(t *testing.T) {
 
 func TestStatusString(t *testing.T) {
 	assert.Equal(t, "KVHASH_ERR_OUT_OF_BOUNDS", StatusOutOfBounds.String())
+	assert.Equal(t, "KVHASH_ERR_NO_MEMORY", StatusNoMemory.String())
 	assert.Equal(t, "kvhash status -99", Status(-99).String())
 }

@@ -9,6 +9,7 @@ import (
 	"os"
 	"runtime"
 	"slices"
+	"strconv"
 	"sync"
 	"sync/atomic"
 
@@ -32,6 +33,9 @@ type Module struct {
 	closeErr  error
 }
 
+// memoryLimitEnv tells the module its memory limit (wasm/budget.go).
+const memoryLimitEnv = "KVHASH_WASM_MEMORY_LIMIT"
+
 // stabilityVars are the variables core.ModeFromEnvironment reads.
 var stabilityVars = []string{core.EnvEnforce, core.EnvEnforceUpstream}
 
@@ -52,7 +56,11 @@ func Load(ctx context.Context, wasm []byte, cfg Config) (*Module, error) {
 	if err != nil {
 		return nil, err
 	}
-	rt := wazero.NewRuntimeWithConfig(ctx, wazero.NewRuntimeConfigCompiler().WithCompilationCache(cache))
+	rtConfig := wazero.NewRuntimeConfigCompiler().WithCompilationCache(cache)
+	if limit := cfg.memoryLimit(); limit > 0 {
+		rtConfig = rtConfig.WithMemoryLimitPages(uint32(limit >> 16))
+	}
+	rt := wazero.NewRuntimeWithConfig(ctx, rtConfig)
 	m := &Module{runtime: rt, cache: cache}
 	fail := func(err error) (*Module, error) {
 		_ = rt.Close(ctx)
@@ -92,6 +100,10 @@ func Load(ctx context.Context, wasm []byte, cfg Config) (*Module, error) {
 		if v, ok := os.LookupEnv(name); ok {
 			m.config = m.config.WithEnv(name, v)
 		}
+	}
+	// The module sizes its memory budget by the limit it is told.
+	if limit := cfg.memoryLimit(); limit > 0 {
+		m.config = m.config.WithEnv(memoryLimitEnv, strconv.FormatUint(limit, 10))
 	}
 	m.pool.init(m, cfg.instances())
 	in, err := m.pool.get(ctx)
