@@ -108,9 +108,13 @@ func (s *Stats) addSource(src Source) *SourceStats {
 	return ss
 }
 
-func (s *Stats) removeSource(src Source) {
+// removeSource drops ss, unless src was subscribed again meanwhile (then
+// the entry is the new stream's).
+func (s *Stats) removeSource(src Source, ss *SourceStats) {
 	s.mu.Lock()
-	delete(s.sources, keyOf(src))
+	if s.sources[keyOf(src)] == ss {
+		delete(s.sources, keyOf(src))
+	}
 	s.mu.Unlock()
 }
 

@@ -158,7 +158,7 @@ func (s *Subscriber) Unsubscribe(model string, workerID uint64) int {
 	s.mu.Unlock()
 	for _, st := range stopped {
 		st.stop()
-		s.stats.removeSource(st.src)
+		s.stats.removeSource(st.src, st.stats)
 	}
 	return len(stopped)
 }

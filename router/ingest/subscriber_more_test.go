@@ -266,3 +266,32 @@ func TestSubscriberWaitsForAnEngineThatIsNotUpYet(t *testing.T) {
 	assert.True(t, ss.HaveSeq.Load())
 	assert.Equal(t, uint64(0), ss.LastSeq.Load())
 }
+
+// slow takes its time over each batch.
+type slow struct{ *recorder }
+
+func (s slow) HandleBatch(src Source, b *Batch) {
+	time.Sleep(2 * time.Millisecond)
+	s.recorder.HandleBatch(src, b)
+}
+
+func TestSubscriberSlowHandlerLosesNothing(t *testing.T) {
+	e := startEngine(t)
+	rec := slow{newRecorder()}
+	s, err := New(Options{Handler: rec, QueueLen: 2, ReconnectMin: 20 * time.Millisecond})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = s.Close() })
+	sub := openEngine(t, e, "e", 0, nil)
+	subscribeReady(t, s, e, "e", sub)
+	const n = 150
+	for i := range n {
+		e.send("e", batchOf(storedEv([]uint64{uint64(i + 1)}, nil, 0)))
+	}
+	rec.waitFor(t, "every batch", func() bool { return len(rec.batches) == n })
+	seqs := rec.seqs()
+	for i, seq := range seqs {
+		require.Equal(t, uint64(i), seq)
+	}
+	assert.Positive(t, s.Stats().QueueWaits.Load(), "the receiver waited instead of dropping")
+	assert.Zero(t, s.Stats().Gaps.Load())
+}
