@@ -391,8 +391,12 @@ func requireSameStats(t *testing.T, want, got Stats) {
 // router hands its tree to another, and two routers (or two bindings)
 // that saw the same events must be comparable line by line.
 func TestDumpIsDeterministic(t *testing.T) {
-	for _, seed := range []uint64{11, 12, 13} {
-		g := newEventGen(seed, wideShape)
+	for _, seed := range []uint64{11, 12, 13, 21, 22, 23, 24, 25, 26, 27, 28} {
+		shape := wideShape
+		if seed > 20 {
+			shape = smallShape // dense: many unnamed blocks, clears and detached subtrees
+		}
+		g := newEventGen(seed, shape)
 		m := newModel()
 		x := NewIndex(IndexOptions{Mode: ModeWarn})
 		y := NewIndex(IndexOptions{Mode: ModeWarn})

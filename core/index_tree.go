@@ -279,8 +279,19 @@ func (t *tree) clear(wi uint32) {
 	ws := &t.workers[wi]
 	ws.lookup.each(func(_ uint64, n uint32) { t.leave(wi, n) })
 	ws.lookup.reset()
-	for n := range ws.ghosts {
-		t.leave(wi, n)
+	if len(ws.ghosts) > 0 {
+		// In node order, not map order: the order nodes are freed in
+		// decides the ids later stores get, and with them the order of a
+		// dump, which must be the same in every process (conformance
+		// compares dumps across bindings).
+		ghosts := make([]uint32, 0, len(ws.ghosts))
+		for n := range ws.ghosts {
+			ghosts = append(ghosts, n)
+		}
+		slices.Sort(ghosts)
+		for _, n := range ghosts {
+			t.leave(wi, n)
+		}
 	}
 	ws.ghosts = nil
 	ws.unstable = false
