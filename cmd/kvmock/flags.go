@@ -17,6 +17,7 @@ import (
 type options struct {
 	cfg       kvmock.Config
 	listen    string
+	readyFile string
 	logLevel  slog.Level
 	logFormat string
 }
@@ -50,6 +51,7 @@ func parseFlags(args []string, out io.Writer) (options, error) {
 	c := &o.cfg
 
 	fs.StringVar(&o.listen, "listen", "127.0.0.1:8000", "HTTP address (\":8000\" for every interface; port 0 picks one, logged at start)")
+	fs.StringVar(&o.readyFile, "ready-file", "", "once serving, write the bound addresses here as JSON (http, kv_events, replay, root): for a parent process that started kvmock on port 0")
 	fs.StringVar(&c.Model, "model", c.Model, "served model name")
 	fs.IntVar(&c.MaxModelLen, "max-model-len", c.MaxModelLen, "longest prompt + max_tokens accepted")
 	fs.IntVar(&c.VocabSize, "vocab-size", c.VocabSize, "token ids must be below this")

@@ -72,6 +72,14 @@ func run(ctx context.Context, args []string, stderr io.Writer) int {
 			attrs = append(attrs, "replay_bound", a.String(), "replay_shape", o.cfg.ReplayShape)
 		}
 	}
+	if o.readyFile != "" {
+		if err := writeReadyFile(o.readyFile, ln.Addr(), srv); err != nil {
+			log.Error("kvmock: cannot write the ready file", "path", o.readyFile, "err", err)
+			_ = hs.Close()
+			_ = srv.Close()
+			return 1
+		}
+	}
 	log.Info("kvmock ready", attrs...)
 
 	code := 0

@@ -7,6 +7,8 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -115,6 +117,32 @@ func TestRunServesAndShutsDown(t *testing.T) {
 		require.FailNow(t, "kvmock did not shut down")
 	}
 	assert.NotNil(t, logs.find("kvmock stopped"))
+}
+
+func TestReadyFile(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	path := filepath.Join(t.TempDir(), "ready.json")
+	done := make(chan int, 1)
+	go func() {
+		done <- run(ctx, []string{"--listen", "127.0.0.1:0", "--kv-events-endpoint", "tcp://127.0.0.1:*",
+			"--replay-endpoint", "tcp://127.0.0.1:*", "--unstable", "--ready-file", path, "--log-format", "json"}, &logLines{})
+	}()
+	var info readyInfo
+	require.Eventually(t, func() bool {
+		b, err := os.ReadFile(path)
+		return err == nil && json.Unmarshal(b, &info) == nil
+	}, 10*time.Second, 5*time.Millisecond)
+	assert.Equal(t, os.Getpid(), info.PID)
+	assert.True(t, strings.HasPrefix(info.KVEvents, "tcp://127.0.0.1:"), info.KVEvents)
+	assert.True(t, strings.HasPrefix(info.Replay, "tcp://127.0.0.1:"), info.Replay)
+	assert.Len(t, info.Root, 64)
+	resp, err := http.Get("http://" + info.HTTP + "/health")
+	require.NoError(t, err)
+	resp.Body.Close()
+	assert.Equal(t, http.StatusOK, resp.StatusCode)
+	cancel()
+	assert.Equal(t, 0, <-done)
 }
 
 func TestRunFailsOnABusyPort(t *testing.T) {
