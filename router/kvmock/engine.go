@@ -182,8 +182,11 @@ func (e *Engine) Generate(ctx context.Context, req GenRequest, emit func(Token, 
 		PrefillMs:    simMs(w.firstToken - w.admittedAt),
 		TTFTMs:       simMs(w.firstToken - w.arrival),
 	}
-	res = Result{Timings: tm, Tokens: make([]Token, 0, req.MaxTokens)}
-	seq := slices.Grow(slices.Clone(req.Prompt), req.MaxTokens)
+	// Room for the output up front, within reason: max_tokens is the
+	// client's number, and a request cut short never uses it all.
+	room := min(req.MaxTokens, 4096)
+	res = Result{Timings: tm, Tokens: make([]Token, 0, room)}
+	seq := slices.Grow(slices.Clone(req.Prompt), room)
 	seed := promptSeed(req.Prompt)
 	step := e.cfg.DecodeTimePerToken.Seconds()
 	for i := range req.MaxTokens {

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/go-zeromq/zmq4"
 )
@@ -57,6 +58,7 @@ func (s *replayServer) serve(ctx context.Context) {
 				return
 			}
 			s.log.Warn("replay socket: receive failed", "err", err)
+			time.Sleep(10 * time.Millisecond) // never spin on a socket that keeps failing
 			continue
 		}
 		if err := s.answer(msg.Frames); err != nil {
