@@ -41,7 +41,7 @@ type completionResponse struct {
 	Created int64              `json:"created"`
 	Model   string             `json:"model"`
 	Choices []completionChoice `json:"choices"`
-	Usage   *usageInfo         `json:"usage"`
+	Usage   *usageInfo         `json:"usage,omitempty"` // whole responses and the usage chunk only
 	// Kvmock is kvmock's own report: simulated timings and cache reuse.
 	Kvmock *Timings `json:"kvmock,omitempty"`
 }
