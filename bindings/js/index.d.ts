@@ -4,6 +4,7 @@
 /** A u64 argument: a bigint, or a number that is a safe integer. */
 export type U64 = bigint | number;
 
+/** Options objects accept exactly these keys: any other key throws a TypeError. */
 export interface HashOptions {
   /** LoRA adapter name; null, undefined or "" mean none. */
   loraName?: string | null;
@@ -109,8 +110,17 @@ export interface BlockAndSequenceHashes {
   sequenceHashes: BigUint64Array;
 }
 
+export interface InstanceOptions {
+  /**
+   * Bytes of linear memory the instance may use (default 4 GiB, the wasm32
+   * maximum); requests that would take its heap past 5/8 of it throw
+   * KVHASH_ERR_NO_MEMORY and change nothing.
+   */
+  memoryLimit?: number;
+}
+
 export class KvHashModule {
-  constructor(wasmModule: WebAssembly.Module);
+  constructor(wasmModule: WebAssembly.Module, options?: InstanceOptions);
   /** The raw exports of the instance (the kvhash ABI), for tools and tests. */
   readonly exports: WebAssembly.Exports;
   readonly version: string;
@@ -126,7 +136,7 @@ export class KvHashModule {
   blockCount(numTokens: number, blockSize: number | bigint, isEagle?: boolean): number;
 }
 
-export interface LoadOptions {
+export interface LoadOptions extends InstanceOptions {
   /** Path of kvhash.wasm (default: defaultWasmPath()). */
   wasmPath?: string | URL;
   /** The module's bytes, instead of a path. */
@@ -160,6 +170,8 @@ export const Status: Readonly<{
   REJECTED: -5;
   INTERNAL: -6;
   OUT_OF_BOUNDS: -7;
+  /** The module's memory budget cannot take the request (too large, or too many live trees). */
+  NO_MEMORY: -8;
 }>;
 
 export function statusCode(status: number): string;

@@ -10,6 +10,7 @@ import { readFile } from 'node:fs/promises';
 import { fileURLToPath } from 'node:url';
 import { KvHashModule } from './lib/module.js';
 import { RadixTree, workerKey } from './lib/radix-tree.js';
+import { checkOptions } from './lib/validate.js';
 
 export { KvHashModule, RadixTree, workerKey };
 export { KvHashError, Status, statusCode } from './lib/errors.js';
@@ -26,9 +27,10 @@ export function defaultWasmPath() {
   return fileURLToPath(new URL('../../build/kvhash.wasm', import.meta.url));
 }
 
+const LOAD_OPTIONS = ['wasmPath', 'wasmBytes', 'wasmModule', 'memoryLimit'];
+
 function source(options) {
-  if (options === null || typeof options !== 'object') throw new TypeError('load options must be an object');
-  const { wasmPath, wasmBytes, wasmModule } = options;
+  const { wasmPath, wasmBytes, wasmModule, memoryLimit } = checkOptions(options, 'load options', LOAD_OPTIONS);
   if (wasmModule !== undefined && !(wasmModule instanceof WebAssembly.Module)) {
     throw new TypeError('wasmModule must be a WebAssembly.Module');
   }
@@ -38,7 +40,10 @@ function source(options) {
   if (wasmPath !== undefined && typeof wasmPath !== 'string' && !(wasmPath instanceof URL)) {
     throw new TypeError('wasmPath must be a string or a URL');
   }
-  return { wasmPath: wasmPath ?? defaultWasmPath(), wasmBytes, wasmModule };
+  if (memoryLimit !== undefined && (!Number.isSafeInteger(memoryLimit) || memoryLimit <= 0)) {
+    throw new TypeError(`memoryLimit must be a positive integer number of bytes, got ${memoryLimit}`);
+  }
+  return { wasmPath: wasmPath ?? defaultWasmPath(), wasmBytes, wasmModule, instance: { memoryLimit } };
 }
 
 function readError(path, err) {
@@ -52,8 +57,8 @@ function readError(path, err) {
  * @returns {Promise<KvHashModule>}
  */
 export async function load(options = {}) {
-  const { wasmPath, wasmBytes, wasmModule } = source(options);
-  if (wasmModule) return new KvHashModule(wasmModule);
+  const { wasmPath, wasmBytes, wasmModule, instance } = source(options);
+  if (wasmModule) return new KvHashModule(wasmModule, instance);
   let bytes = wasmBytes;
   if (!bytes) {
     try {
@@ -62,13 +67,13 @@ export async function load(options = {}) {
       throw readError(wasmPath, err);
     }
   }
-  return new KvHashModule(await WebAssembly.compile(bytes));
+  return new KvHashModule(await WebAssembly.compile(bytes), instance);
 }
 
 /** load(), synchronously (Node compiles any module size synchronously). */
 export function loadSync(options = {}) {
-  const { wasmPath, wasmBytes, wasmModule } = source(options);
-  if (wasmModule) return new KvHashModule(wasmModule);
+  const { wasmPath, wasmBytes, wasmModule, instance } = source(options);
+  if (wasmModule) return new KvHashModule(wasmModule, instance);
   let bytes = wasmBytes;
   if (!bytes) {
     try {
@@ -77,7 +82,7 @@ export function loadSync(options = {}) {
       throw readError(wasmPath, err);
     }
   }
-  return new KvHashModule(new WebAssembly.Module(bytes));
+  return new KvHashModule(new WebAssembly.Module(bytes), instance);
 }
 
 let defaultInstance;

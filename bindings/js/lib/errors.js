@@ -10,6 +10,7 @@ export const Status = Object.freeze({
   REJECTED: -5,
   INTERNAL: -6,
   OUT_OF_BOUNDS: -7,
+  NO_MEMORY: -8,
 });
 
 const CODES = new Map([
@@ -20,6 +21,7 @@ const CODES = new Map([
   [Status.REJECTED, 'KVHASH_ERR_REJECTED'],
   [Status.INTERNAL, 'KVHASH_ERR_INTERNAL'],
   [Status.OUT_OF_BOUNDS, 'KVHASH_ERR_OUT_OF_BOUNDS'],
+  [Status.NO_MEMORY, 'KVHASH_ERR_NO_MEMORY'],
 ]);
 
 /** The name of a status as the C header spells it. */

@@ -3,7 +3,7 @@
 // or index logic lives here; the module computes everything.
 import { Status, KvHashError, statusError } from './errors.js';
 import { wasiClass } from './wasi.js';
-import { toBool, toI64, toName, toOptions, toTokens, toU64, toU64Array } from './validate.js';
+import { SEED_OPTIONS, checkOptions, toBool, toI64, toName, toOptions, toTokens, toU64, toU64Array } from './validate.js';
 
 // Typed-array views of linear memory (always little-endian) are only
 // correct on little-endian hosts; elsewhere values go through a DataView.
@@ -24,20 +24,29 @@ const REQUIRED_EXPORTS = [
 // only what the host passes, so pass exactly these from the process.
 const STABILITY_VARS = ['KVHASH_ENFORCE_ENGINE_HASH_STABILITY', 'DYN_KV_ENFORCE_ENGINE_HASH_STABILITY'];
 
-function stabilityEnv() {
+// The module sizes its memory budget by this variable (wasm/budget.go).
+const MEMORY_LIMIT_VAR = 'KVHASH_WASM_MEMORY_LIMIT';
+
+function moduleEnv(memoryLimit) {
   const env = {};
   for (const name of STABILITY_VARS) {
     if (process.env[name] !== undefined) env[name] = process.env[name];
   }
+  if (memoryLimit !== undefined) env[MEMORY_LIMIT_VAR] = String(memoryLimit);
   return env;
 }
+
+// A module's buffers may hold 1 GiB in all: the scratch buffer doubles
+// only below that.
+const MAX_BUFFERS = 2 ** 30;
 
 /** Lays buffers out in the scratch allocation, each 8-byte aligned (typed-array views need it). */
 export class Layout {
   size = 0;
   add(bytes) {
     const off = this.size;
-    this.size = (off + bytes + 7) & ~7;
+    // Not `& ~7`: bitwise operators cut numbers to 32 signed bits.
+    this.size = Math.ceil((off + bytes) / 8) * 8;
     return off;
   }
 }
@@ -59,9 +68,11 @@ export class KvHashModule {
   /**
    * Instantiates a compiled module: WASI preview1 imports, then
    * _initialize (the module is a Go reactor: it must start its runtime
-   * before any export is called).
+   * before any export is called). memoryLimit (bytes, optional) tells the
+   * module to keep its heap within that much linear memory instead of
+   * 4 GiB; requests past its budget fail with KVHASH_ERR_NO_MEMORY.
    */
-  constructor(wasmModule) {
+  constructor(wasmModule, { memoryLimit } = {}) {
     if (!(wasmModule instanceof WebAssembly.Module)) {
       throw new TypeError('KvHashModule needs a compiled WebAssembly.Module; use load() or loadSync()');
     }
@@ -71,7 +82,7 @@ export class KvHashModule {
       throw new Error(`kvhash: the module lacks exports ${missing.join(', ')} (is it build/kvhash.wasm of this version?)`);
     }
     const WASI = wasiClass();
-    const wasi = new WASI({ version: 'preview1', args: ['kvhash'], env: stabilityEnv(), returnOnExit: true });
+    const wasi = new WASI({ version: 'preview1', args: ['kvhash'], env: moduleEnv(memoryLimit), returnOnExit: true });
     const instance = new WebAssembly.Instance(wasmModule, { wasi_snapshot_preview1: wasi.wasiImport });
     wasi.initialize(instance);
     this.#exports = instance.exports;
@@ -142,9 +153,10 @@ export class KvHashModule {
     const mm = opts.mmHashes ?? [];
     let mmTotal = 0;
     for (const entry of mm) mmTotal += entry?.length ?? 0;
-    // A block holds at least one token, so the token count bounds the
-    // result; the module still reports the exact count.
-    const outCap = toks.length;
+    // tokens / blockSize bounds the block count (with or without Eagle),
+    // so no extra call sizes the output; the module reports the exact
+    // count and rejects a bad block size.
+    const outCap = bs > 0n ? Number(BigInt(toks.length) / bs) : 0;
     const l = new Layout();
     const outLenOff = l.add(8);
     const tokOff = l.add(4 * toks.length);
@@ -205,7 +217,8 @@ export class KvHashModule {
   }
 
   /** The seed of local block hashes for a LoRA name and a cache namespace. */
-  seed({ loraName, cacheNamespace } = {}) {
+  seed(options) {
+    const { loraName, cacheNamespace } = checkOptions(options, 'seed options', SEED_OPTIONS);
     const lora = this.#encoder.encode(toName(loraName, 'loraName'));
     const ns = this.#encoder.encode(toName(cacheNamespace, 'cacheNamespace'));
     const l = new Layout();
@@ -330,15 +343,28 @@ export class KvHashModule {
    */
   #reserve(size) {
     if (size <= this.#scratchCap) return this.#scratch;
-    const grown = (Math.max(size, 2 * this.#scratchCap, 4096) + 7) & ~7;
-    if (grown > 0xffff_ffff || grown <= 0) throw new RangeError(`kvhash: ${size} bytes of arguments do not fit a 32-bit module`);
+    if (size > 0xffff_fff0) {
+      throw new KvHashError(`kvhash: the call needs ${size} bytes of arguments and results, more than a 32-bit module holds`,
+        Status.NO_MEMORY, 'kvhash_alloc');
+    }
+    // Doubling amortizes growth, but not past 1 GiB, all a module's
+    // buffers may hold: a large call asks for what it needs.
+    let grown = Math.max(size, 4096);
+    if (2 * this.#scratchCap > grown && 2 * this.#scratchCap <= MAX_BUFFERS) grown = 2 * this.#scratchCap;
+    grown = Math.ceil(grown / 8) * 8;
     if (this.#scratch !== 0) {
       this.#call('kvhash_free', this.#scratch);
       this.#scratch = 0;
       this.#scratchCap = 0;
     }
     const ptr = this.#call('kvhash_alloc', grown) >>> 0;
-    if (ptr === 0) throw new KvHashError(`kvhash_alloc(${grown}) failed: module out of memory`, Status.INTERNAL, 'kvhash_alloc');
+    if (ptr === 0) {
+      // kvhash_alloc fails only for a request the module's memory cannot
+      // take; its message says how much it holds.
+      const why = this.#lastError();
+      throw statusError('kvhash_alloc', Status.NO_MEMORY,
+        `the call needs ${size} bytes of arguments and results, too large for the module${why ? `: ${why}` : ''}`);
+    }
     this.#scratch = ptr;
     this.#scratchCap = grown;
     return ptr;

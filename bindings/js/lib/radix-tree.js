@@ -2,9 +2,9 @@
 // in one module instance. Every decision (what matches, what is a
 // stability violation, what is rejected) is the module's; this class
 // converts arguments and results.
-import { Status } from './errors.js';
+import { KvHashError, Status } from './errors.js';
 import { kInternal, Layout } from './module.js';
-import { toJSONBytes, toU32, toU64, toU64Array } from './validate.js';
+import { checkOptions, toJSONBytes, toU32, toU64, toU64Array } from './validate.js';
 
 const MODES = new Map([
   ['env', 0],
@@ -41,7 +41,7 @@ export class RadixTree {
    *   (default: the package's lazily loaded module)
    */
   constructor(options = {}) {
-    if (options === null || typeof options !== 'object') throw new TypeError('RadixTree options must be an object');
+    checkOptions(options, 'RadixTree options', ['mode', 'module']);
     const kv = options.module ?? RadixTree.defaultModule();
     if (!kv || !kv[kInternal]) throw new TypeError('options.module must be a module returned by load() or loadSync()');
     const mode = modeNumber(options.mode ?? 'env');
@@ -85,7 +85,7 @@ export class RadixTree {
       const base = this.#in.reserve(l.size);
       this.#in.writeU64s(base + local, hashes);
       const st = this.#in.callSized(
-        'kvhash_index_find_matches', this.#handle, n === 0 ? 0 : base + local, n, earlyExit ? 1 : 0,
+        'kvhash_index_find_matches', this.#live('findMatches'), n === 0 ? 0 : base + local, n, earlyExit ? 1 : 0,
         base + ids, base + ranks, base + scores, base + sizes, cap, base + outLen,
       );
       const count = this.#in.readU32(base + outLen);
@@ -114,43 +114,45 @@ export class RadixTree {
 
   /** Applies one KV event (Dynamo's KvCacheEvent JSON) from a worker. */
   applyEvent(workerId, event) {
+    const handle = this.#live('applyEvent');
     const id = toU64(workerId, 'workerId');
     this.#withBytes(toJSONBytes(event, 'event', this.#in.encoder), (ptr, len) =>
-      this.#in.callStatus('kvhash_index_apply_json', this.#handle, id, ptr, len),
+      this.#in.callStatus('kvhash_index_apply_json', handle, id, ptr, len),
     );
   }
 
   /** Applies one router event (JSON with worker_id, storage tier and event). */
   applyRouterEvent(event) {
+    const handle = this.#live('applyRouterEvent');
     this.#withBytes(toJSONBytes(event, 'event', this.#in.encoder), (ptr, len) =>
-      this.#in.callStatus('kvhash_index_apply_router_event_json', this.#handle, ptr, len),
+      this.#in.callStatus('kvhash_index_apply_router_event_json', handle, ptr, len),
     );
   }
 
   /** Drops one rank's blocks (what a "cleared" event does). */
   clearWorker(workerId, dpRank = 0) {
-    this.#in.callStatus('kvhash_index_clear_worker', this.#handle, toU64(workerId, 'workerId'), toU32(dpRank, 'dpRank'));
+    this.#in.callStatus('kvhash_index_clear_worker', this.#live('clearWorker'), toU64(workerId, 'workerId'), toU32(dpRank, 'dpRank'));
   }
 
   /** Drops every rank's blocks of a worker; the worker stays known. */
   clearAllBlocks(workerId) {
-    this.#in.callStatus('kvhash_index_clear_all_blocks', this.#handle, toU64(workerId, 'workerId'));
+    this.#in.callStatus('kvhash_index_clear_all_blocks', this.#live('clearAllBlocks'), toU64(workerId, 'workerId'));
   }
 
   /** Removes every rank of a worker from the tree. */
   removeWorker(workerId) {
-    this.#in.callStatus('kvhash_index_remove_worker', this.#handle, toU64(workerId, 'workerId'));
+    this.#in.callStatus('kvhash_index_remove_worker', this.#live('removeWorker'), toU64(workerId, 'workerId'));
   }
 
   /** The tree as router events (JSON strings); replaying them into an empty tree rebuilds it. */
   dumpTreeAsEvents() {
-    const text = this.#text('kvhash_index_dump_jsonl');
+    const text = this.#text('kvhash_index_dump_jsonl', 'dumpTreeAsEvents');
     return text.split('\n').filter((line) => line.length > 0);
   }
 
   /** The index statistics as the module's stats JSON text. */
   statsJSON() {
-    return this.#text('kvhash_index_stats_json');
+    return this.#text('kvhash_index_stats_json', 'statsJSON');
   }
 
   /**
@@ -173,7 +175,7 @@ export class RadixTree {
       const ids = l.add(8 * cap);
       const ranks = l.add(4 * cap);
       const base = this.#in.reserve(l.size);
-      const st = this.#in.callSized('kvhash_index_workers', this.#handle, base + ids, base + ranks, cap, base + outLen);
+      const st = this.#in.callSized('kvhash_index_workers', this.#live('workers'), base + ids, base + ranks, cap, base + outLen);
       const count = this.#in.readU32(base + outLen);
       if (st === Status.BUFFER_TOO_SMALL) {
         cap = grownCap(cap, count);
@@ -192,15 +194,19 @@ export class RadixTree {
 
   set enforce(on) {
     if (typeof on !== 'boolean') throw new TypeError('enforce must be a boolean');
-    this.#in.callStatus('kvhash_index_set_mode', this.#handle, MODES.get(on ? 'enforce' : 'warn'));
+    this.#in.callStatus('kvhash_index_set_mode', this.#live('enforce'), MODES.get(on ? 'enforce' : 'warn'));
   }
 
-  /** Releases the tree in the module. Idempotent; later calls fail with KVHASH_ERR_UNKNOWN_HANDLE. */
+  /**
+   * Releases the tree in the module. Idempotent; later calls throw a
+   * KvHashError with code KVHASH_ERR_UNKNOWN_HANDLE saying the tree was freed.
+   */
   free() {
     if (this.#handle === 0n) return;
     const handle = this.#handle;
-    // Handle 0 is never valid: the module itself rejects later calls,
-    // and a handle number reused by a newer tree cannot be reached.
+    // 0 marks a freed tree (the module never issues it): later calls
+    // fail in #live, and a handle number reused by a newer tree cannot
+    // be reached.
     this.#handle = 0n;
     registry.unregister(this);
     this.#in.callStatus('kvhash_index_free', handle);
@@ -210,20 +216,28 @@ export class RadixTree {
     this.free();
   }
 
+  // The handle for a call of op, or a clear error once the tree is freed.
+  #live(op) {
+    if (this.#handle === 0n) {
+      throw new KvHashError(`RadixTree.${op}: the tree was freed (free() was called)`, Status.UNKNOWN_HANDLE, op);
+    }
+    return this.#handle;
+  }
+
   #withBytes(bytes, f) {
     const base = this.#in.reserve(Math.max(bytes.length, 1));
     this.#in.writeBytes(base, bytes);
     return f(bytes.length === 0 ? 0 : base, bytes.length);
   }
 
-  #text(name) {
+  #text(name, op) {
     let cap = 4096;
     for (;;) {
       const l = new Layout();
       const outLen = l.add(8);
       const buf = l.add(cap);
       const base = this.#in.reserve(l.size);
-      const st = this.#in.callSized(name, this.#handle, base + buf, cap, base + outLen);
+      const st = this.#in.callSized(name, this.#live(op), base + buf, cap, base + outLen);
       const n = this.#in.readU32(base + outLen);
       if (st === Status.BUFFER_TOO_SMALL) {
         cap = grownCap(cap, n);

@@ -112,14 +112,36 @@ export function toMMHashes(mm) {
   );
 }
 
-/** The options object of blockHashes. */
+/**
+ * Checks that v is a plain object whose keys are all in `accepted`: a
+ * misspelled option (Python's lora_name, a guessed lora) would otherwise
+ * be ignored and give a silently different hash. undefined is {}.
+ */
+export function checkOptions(v, what, accepted) {
+  if (v === undefined) return {};
+  const proto = v !== null && typeof v === 'object' ? Object.getPrototypeOf(v) : undefined;
+  if (proto !== Object.prototype && proto !== null) {
+    throw new TypeError(`${what} must be an object like { ${accepted.join(', ')} }, got ${describe(v)}`);
+  }
+  for (const key of Object.keys(v)) {
+    if (!accepted.includes(key)) {
+      const camel = key.replace(/_([a-z])/g, (_, c) => c.toUpperCase());
+      const hint = camel !== key && accepted.includes(camel) ? ` (did you mean '${camel}'?)` : '';
+      throw new TypeError(`${what} has an unknown key '${key}'${hint}; the accepted keys are ${accepted.join(', ')}`);
+    }
+  }
+  return v;
+}
+
+export const HASH_OPTIONS = ['loraName', 'cacheNamespace', 'isEagle', 'mmHashes'];
+export const SEED_OPTIONS = ['loraName', 'cacheNamespace'];
+
+/** The options object of blockHashes: undefined or null for none. */
 export function toOptions(options) {
   if (options === undefined || options === null) {
     return { loraName: '', cacheNamespace: '', isEagle: false, mmHashes: null };
   }
-  if (typeof options !== 'object' || Array.isArray(options)) {
-    throw new TypeError(`options must be an object, got ${describe(options)}`);
-  }
+  checkOptions(options, 'options', HASH_OPTIONS);
   return {
     loraName: toName(options.loraName, 'options.loraName'),
     cacheNamespace: toName(options.cacheNamespace, 'options.cacheNamespace'),

@@ -41,6 +41,19 @@ const cases = [
   ['chainStep parent above u64', () => kv.chainStep(1n << 64n, 1n), RangeError, /parent/],
   ['chainStep local a string', () => kv.chainStep(1n, '2'), TypeError, /local/],
   ['seed name not a string', () => kv.seed({ cacheNamespace: 1 }), TypeError, /cacheNamespace/],
+  // Unknown keys and wrong shapes throw instead of hashing without the
+  // option (issue 10, item 4), naming the key and the accepted ones.
+  ['unknown option key', () => kv.blockHashes(PUBLIC.tokens, 4, { lora: 'x' }), TypeError,
+    /unknown key 'lora'; the accepted keys are loraName, cacheNamespace, isEagle, mmHashes/],
+  ["Python's spelling of an option", () => kv.blockHashes(PUBLIC.tokens, 4, { lora_name: 'x' }), TypeError,
+    /unknown key 'lora_name' \(did you mean 'loraName'\?\)/],
+  ['options a Map', () => kv.blockHashes(PUBLIC.tokens, 4, new Map([['loraName', 'x']])), TypeError, /options must be an object/],
+  ['options an array', () => kv.blockHashes(PUBLIC.tokens, 4, ['x']), TypeError, /options must be an object/],
+  ['options true', () => kv.blockHashes(PUBLIC.tokens, 4, true), TypeError, /options must be an object/],
+  ['seed given a bare name', () => kv.seed('adapter-a'), TypeError, /seed options must be an object like \{ loraName, cacheNamespace \}/],
+  ['seed given null', () => kv.seed(null), TypeError, /seed options must be an object/],
+  ['seed unknown key', () => kv.seed({ lora: 'a' }), TypeError, /unknown key 'lora'/],
+  ['seed Python spelling', () => kv.seed({ cache_namespace: 'a' }), TypeError, /did you mean 'cacheNamespace'/],
 ];
 
 for (const [name, call, cls, pattern] of cases) {
@@ -86,6 +99,13 @@ test('blockCount comes from the module', () => {
   assert.throws(() => kv.blockCount(12, 0), RangeError);
   assert.throws(() => kv.blockCount(-1, 4), RangeError);
   assert.throws(() => kv.blockCount(1.5, 4), TypeError);
+});
+
+test('the options check leaves the accepted keys working', () => {
+  const withLora = kv.blockHashes(PUBLIC.tokens, 4, { loraName: 'adapter-a' });
+  assert.notDeepEqual(withLora, kv.blockHashes(PUBLIC.tokens, 4));
+  assert.deepEqual(kv.blockHashes(PUBLIC.tokens, 4, Object.assign(Object.create(null), { loraName: 'adapter-a' })), withLora);
+  assert.notEqual(kv.seed({ loraName: 'adapter-a' }), 1337n);
 });
 
 test('a large prompt grows the scratch buffer and still matches the chain', () => {

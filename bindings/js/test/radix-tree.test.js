@@ -168,6 +168,8 @@ test('bad JS input is a TypeError or RangeError before the module is called', ()
   assert.throws(() => tree({ mode: 'strict' }), RangeError);
   assert.throws(() => tree({ mode: 2 }), TypeError);
   assert.throws(() => new RadixTree({ module: {} }), TypeError);
+  assert.throws(() => new RadixTree({ module: kv, enforce: true }), /unknown key 'enforce'; the accepted keys are mode, module/);
+  assert.throws(() => new RadixTree(null), TypeError);
   assert.deepEqual(t.findMatches(L).scores, new Map([['1:0', 3], ['2:0', 2]]));
   t.free();
 });
@@ -179,6 +181,9 @@ test('free is idempotent; a freed tree fails with UNKNOWN_HANDLE; dispose frees'
   assert.throws(() => t.findMatches(L), (err) => err.code === 'KVHASH_ERR_UNKNOWN_HANDLE');
   assert.throws(() => t.applyEvent(1, stored(2, null, [])), (err) => err.code === 'KVHASH_ERR_UNKNOWN_HANDLE');
   assert.throws(() => t.stats(), (err) => err.code === 'KVHASH_ERR_UNKNOWN_HANDLE');
+  // The message says what happened (issue 10, item 13).
+  assert.throws(() => t.findMatches(L), /RadixTree.findMatches: the tree was freed \(free\(\) was called\)/);
+  assert.throws(() => t.dumpTreeAsEvents(), /RadixTree.dumpTreeAsEvents: the tree was freed/);
   const d = populated();
   d[Symbol.dispose]();
   assert.throws(() => d.workers(), (err) => err.code === 'KVHASH_ERR_UNKNOWN_HANDLE');
