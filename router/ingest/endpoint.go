@@ -8,12 +8,16 @@ import (
 
 // RankEndpoint is where data-parallel rank r of an engine publishes, as
 // vLLM and SGLang offset it: a tcp port plus r; an ipc or inproc name with
-// "_dp<r>" appended. Rank 0 (and "") is the endpoint itself.
+// "_dp<r>" appended. Rank 0 is the endpoint itself ("" stays ""); any
+// other scheme is an error.
 func RankEndpoint(endpoint string, rank uint32) (string, error) {
-	if endpoint == "" || rank == 0 {
-		return endpoint, nil
+	if endpoint == "" {
+		return "", nil
 	}
 	switch {
+	case rank == 0 && (strings.HasPrefix(endpoint, "tcp://") || strings.HasPrefix(endpoint, "ipc://") ||
+		strings.HasPrefix(endpoint, "inproc://")):
+		return endpoint, nil
 	case strings.HasPrefix(endpoint, "tcp://"):
 		i := strings.LastIndexByte(endpoint, ':')
 		port, err := strconv.Atoi(endpoint[i+1:])
