@@ -46,8 +46,25 @@ $(CTEST_DIR)/kvhash_test: bindings/c/kvhash_test.c $(CAPI_HEADER) $(CAPI_LIB)
 	@mkdir -p $(CTEST_DIR)
 	$(CTEST_CC) $(CTEST_CFLAGS) -I$(BUILD)/include -o $@ $< $(CTEST_LINK)
 
+# The C tests need pkg-config (the example builds through it) and nm from
+# binutils (the header check). Missing ones are installed with apt-get
+# when running as root on Debian/Ubuntu; otherwise the check names the
+# packages to install.
+C_TOOLS := pkg-config nm
+.PHONY: c-tools
+c-tools:
+	@missing=""; for tool in $(C_TOOLS); do command -v $$tool >/dev/null 2>&1 || missing="$$missing $$tool"; done; \
+	  [ -z "$$missing" ] && exit 0; \
+	  pkgs=$$(for tool in $$missing; do case $$tool in nm) echo binutils;; *) echo $$tool;; esac; done | tr '\n' ' ' | sed 's/ $$//'); \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	    echo "c-tools: installing $$pkgs (for$$missing) with apt-get"; \
+	    { apt-get install -y -qq $$pkgs >/dev/null 2>&1 || { apt-get update -qq >/dev/null 2>&1 && apt-get install -y -qq $$pkgs >/dev/null 2>&1; }; } \
+	      && exit 0; \
+	  fi; \
+	  echo "c-tools: the C tests need$$missing: install the Debian/Ubuntu packages: sudo apt-get install $$pkgs" >&2; exit 1
+
 # The example builds through pkg-config, which checks kvhash.pc too.
-$(CTEST_DIR)/example: bindings/c/example.c $(CAPI_HEADER) $(CAPI_LIB) $(CAPI_PC)
+$(CTEST_DIR)/example: bindings/c/example.c $(CAPI_HEADER) $(CAPI_LIB) $(CAPI_PC) | c-tools
 	@mkdir -p $(CTEST_DIR)
 	$(CTEST_CC) $(CTEST_CFLAGS) -o $@ $< \
 	  $$(PKG_CONFIG_PATH=$(abspath $(BUILD)) pkg-config --cflags --libs kvhash) \
@@ -68,7 +85,7 @@ $(CTEST_DIR)/kvhash_test_asan: bindings/c/kvhash_test.c $(CAPI_HEADER) $(CTEST_D
 # The hand-written header must declare exactly what the library exports,
 # with the same C types as cgo's generated header (const aside: Go cannot
 # say const, so it is compiled away for this check only).
-c-header-check: $(CAPI_HEADER) $(CAPI_LIB)
+c-header-check: $(CAPI_HEADER) $(CAPI_LIB) | c-tools
 	$(CTEST_CC) -std=c11 -Wall -Werror -fsyntax-only -Dconst= \
 	  -include $(CAPI_GENDIR)/libkvhash.h -I$(BUILD)/include bindings/c/header_check.c
 	@want=$$(sed -n 's/^[a-z_0-9 ]*[ *]\(kvhash_[a-z_0-9]*\)(.*/\1/p' $(CAPI_HEADER) | sort); \

@@ -479,6 +479,19 @@ static void test_bad_input(void) {
 	const uint32_t four[4] = {0, 0, 0, 0};
 	CHECK_ST(kvhash_block_hashes(t, 12, 4, NULL, 0, NULL, 0, 0, NULL, four, 4, out, 4, &len),
 	         KVHASH_ERR_INVALID_ARGUMENT, "mm entries for more blocks than there are");
+	/* A count no block can have, with one real hash behind it: refused
+	 * before anything is read (issue 10, item 5: it aborted the process,
+	 * out of memory copying 32 GB). */
+	const uint32_t huge[2] = {UINT32_MAX, 0};
+	CHECK_ST(kvhash_block_hashes(t, 12, 4, NULL, 0, NULL, 0, 0, mm, huge, 2, out, 4, &len),
+	         KVHASH_ERR_INVALID_ARGUMENT, "mm_counts[0] UINT32_MAX");
+	CHECK(strstr(last_error(), "mm_counts[0] is 4294967295") != NULL, "message: %s", last_error());
+	CHECK(len == 0, "out_len 0 on error");
+	const uint32_t big[1] = {1u << 20};
+	uint64_t mm_seq[4];
+	CHECK_ST(kvhash_block_and_sequence_hashes(t, 12, 4, NULL, 0, NULL, 0, 0, mm, big, 1, out, mm_seq, 4,
+	                                          &len),
+	         KVHASH_ERR_INVALID_ARGUMENT, "mm_counts[0] 2^20 (fused call)");
 
 	/* Lengths no buffer can have: refused, not read. */
 	CHECK_ST(kvhash_block_hashes(t, SIZE_MAX, 4, NULL, 0, NULL, 0, 0, NULL, NULL, 0, out, 4, &len),

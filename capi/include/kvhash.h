@@ -165,7 +165,11 @@ int32_t kvhash_block_count(size_t n_tokens, int64_t block_size, int32_t eagle,
  *                        blocks; mm_blocks must not exceed the block count
  *                        (mm_blocks = 0: no multimodal data)
  *   mm_hashes            the blocks' multimodal hashes concatenated, in any
- *                        order within a block; sum(mm_counts) values
+ *                        order within a block; sum(mm_counts) values. The
+ *                        library cannot see this array's length and reads
+ *                        sum(mm_counts) values: a count that no block can
+ *                        have (above both the block's token count and
+ *                        65536) is INVALID_ARGUMENT, and nothing is read
  *   out, out_cap         output buffer and its capacity in hashes
  *   out_len              receives the number of hashes (or, with
  *                        KVHASH_ERR_BUFFER_TOO_SMALL, the number needed)
@@ -173,7 +177,7 @@ int32_t kvhash_block_count(size_t n_tokens, int64_t block_size, int32_t eagle,
  * The count is kvhash_block_count(n_tokens, block_size, eagle). Without
  * multimodal data the call does not allocate.
  * Errors: INVALID_ARGUMENT (block_size <= 0, mm_blocks > block count,
- * NULL with a length), BUFFER_TOO_SMALL. */
+ * an impossible mm_counts entry, NULL with a length), BUFFER_TOO_SMALL. */
 int32_t kvhash_block_hashes(const uint32_t *tokens, size_t n_tokens, int64_t block_size,
                             const char *lora, size_t lora_len, const char *ns, size_t ns_len,
                             int32_t eagle,

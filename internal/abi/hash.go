@@ -105,6 +105,9 @@ func hashArgs(in HashInput, outName string, outCap int) (bs int, opts core.Optio
 		return 0, core.Options{}, 0, err
 	}
 	opts = core.Options{LoraName: in.Lora, CacheNamespace: in.Namespace, Eagle: in.Eagle}
+	if err := checkMMCounts(in.MMCounts, bs, in.Eagle); err != nil {
+		return 0, core.Options{}, 0, err
+	}
 	if len(in.MMCounts) > 0 {
 		if opts.MMHashes, err = splitMM(in.MMHashes, in.MMCounts); err != nil {
 			return 0, core.Options{}, 0, err
@@ -130,6 +133,33 @@ func SequenceHashes(blockHashes, out []uint64) (int, error) {
 		return n, tooSmall("out", len(out), n)
 	}
 	return len(core.AppendSequenceHashes(out[:0], blockHashes)), nil
+}
+
+// maxMMPerBlock is the count of multimodal hashes a block may have
+// whatever its size. A block's objects are those whose tokens overlap it,
+// so a real block has at most one per token; a count above both is a
+// length the caller got wrong. Refusing it matters in C, where the
+// library cannot see the length of mm_hashes and takes sum(mm_counts) on
+// trust: a count near 2^32 would make core copy 32 GB of the caller's
+// memory and abort the process for lack of memory.
+const maxMMPerBlock = 1 << 16
+
+// checkMMCounts rejects a block count of multimodal hashes that no block
+// of blockSize tokens (blockSize+1 with eagle) can have.
+func checkMMCounts(counts []uint32, blockSize int, eagle bool) error {
+	window := uint64(max(blockSize, 0))
+	if eagle {
+		window++
+	}
+	limit := max(window, maxMMPerBlock)
+	for i, c := range counts {
+		if uint64(c) > limit {
+			return invalidf("mm_counts[%d] is %d, more multimodal hashes than a block can have "+
+				"(at most %d: its token count, or %d if larger); mm_counts must count the values in mm_hashes",
+				i, c, limit, maxMMPerBlock)
+		}
+	}
+	return nil
 }
 
 // splitMM cuts the flat multimodal hashes into one slice per block.

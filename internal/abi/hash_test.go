@@ -122,6 +122,13 @@ func TestBlockHashesErrors(t *testing.T) {
 			outCap: 0, want: StatusInvalidArgument},
 		{name: "mm values and counts disagree", tokens: publicTokens, blockSize: 4, mmHashes: []uint64{1},
 			mmCounts: []uint32{2}, outCap: 3, want: StatusInvalidArgument},
+		// A count no block can have is refused before core copies the
+		// hashes (issue 10, item 5: in C, a count near 2^32 aborted the
+		// process for lack of memory).
+		{name: "mm count above any block", tokens: publicTokens, blockSize: 4, mmHashes: make([]uint64, maxMMPerBlock+1),
+			mmCounts: []uint32{maxMMPerBlock + 1}, outCap: 3, want: StatusInvalidArgument},
+		{name: "mm count at the limit", tokens: publicTokens, blockSize: 4, mmHashes: make([]uint64, maxMMPerBlock),
+			mmCounts: []uint32{maxMMPerBlock}, outCap: 3, want: StatusOK, wantN: 3},
 		{name: "mm and small buffer", tokens: publicTokens, blockSize: 4, mmHashes: []uint64{1}, mmCounts: []uint32{1},
 			outCap: 1, want: StatusBufferTooSmall, wantN: 3},
 	}
@@ -233,4 +240,33 @@ func TestHashingDoesNotAllocate(t *testing.T) {
 		_ = View(&a, &tokens[0], uint64(len(tokens)), "tokens")
 	})
 	assert.Zero(t, allocs)
+}
+
+func TestCheckMMCounts(t *testing.T) {
+	tests := []struct {
+		name      string
+		counts    []uint32
+		blockSize int
+		eagle     bool
+		ok        bool
+	}{
+		{"none", nil, 4, false, true},
+		{"small", []uint32{0, 3, 1}, 4, false, true},
+		{"more than tokens but under the floor", []uint32{100}, 4, false, true},
+		{"the floor", []uint32{maxMMPerBlock}, 4, false, true},
+		{"past the floor", []uint32{0, maxMMPerBlock + 1}, 4, false, false},
+		{"one a token in a large block", []uint32{200_000}, 200_000, false, true},
+		{"eagle window", []uint32{200_001}, 200_000, true, true},
+		{"past the eagle window", []uint32{200_002}, 200_000, true, false},
+		{"u32 max", []uint32{math.MaxUint32}, 16, false, false},
+	}
+	for _, tt := range tests {
+		err := checkMMCounts(tt.counts, tt.blockSize, tt.eagle)
+		if tt.ok {
+			assert.NoError(t, err, tt.name)
+			continue
+		}
+		assert.Equal(t, StatusInvalidArgument, StatusOf(err), tt.name)
+		assert.Contains(t, Message(err), "mm_counts must count the values in mm_hashes", tt.name)
+	}
 }
