@@ -53,6 +53,7 @@ func parseFlags(args []string, out io.Writer) (options, error) {
 	fs.StringVar(&o.listen, "listen", "127.0.0.1:8000", "HTTP address (\":8000\" for every interface; port 0 picks one, logged at start)")
 	fs.StringVar(&o.readyFile, "ready-file", "", "once serving, write the bound addresses here as JSON (http, kv_events, replay, root): for a parent process that started kvmock on port 0")
 	fs.StringVar(&c.Model, "model", c.Model, "served model name")
+	loraModules := fs.String("lora-modules", "", "LoRA adapters served besides the model, comma-separated names (vLLM's name=path form accepted, the path ignored): a request naming one runs under it")
 	fs.IntVar(&c.MaxModelLen, "max-model-len", c.MaxModelLen, "longest prompt + max_tokens accepted")
 	fs.IntVar(&c.VocabSize, "vocab-size", c.VocabSize, "token ids must be below this")
 	fs.IntVar(&c.DefaultMaxTokens, "default-max-tokens", c.DefaultMaxTokens, "max_tokens when a request gives none")
@@ -89,6 +90,7 @@ func parseFlags(args []string, out io.Writer) (options, error) {
 	if fs.NArg() > 0 {
 		return o, fmt.Errorf("unexpected arguments: %s", strings.Join(fs.Args(), " "))
 	}
+	c.LoRAModules = parseLoRAModules(*loraModules)
 	c.EventFormat = kvmock.EventFormat(*eventFormat)
 	c.HashFormat = kvmock.HashFormat(*hashFormat)
 	switch *replayShape {
@@ -119,6 +121,16 @@ func parseFlags(args []string, out io.Writer) (options, error) {
 		return o, err
 	}
 	return o, nil
+}
+
+// parseLoRAModules reads "a,b" or vLLM's "a=/path/a b=/path/b".
+func parseLoRAModules(s string) []string {
+	var names []string
+	for _, f := range strings.FieldsFunc(s, func(r rune) bool { return r == ',' || r == ' ' }) {
+		name, _, _ := strings.Cut(f, "=")
+		names = append(names, name)
+	}
+	return names
 }
 
 // vllmKVEventsConfig is the part of vLLM's KVEventsConfig kvmock honours.

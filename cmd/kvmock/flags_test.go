@@ -35,6 +35,7 @@ func TestParseFlags(t *testing.T) {
 			"--hash-format", "bytes", "--replay-shape", "3", "--topic", "kv", "--dp-rank", "2",
 			"--kv-events-endpoint", "tcp://router:5557", "--replay-endpoint", "tcp://*:5558",
 			"--decode-ms-per-token", "2.5", "--speedup", "50", "--max-running", "8", "--step", "10ms",
+			"--lora-modules", "sql=/models/sql,chat",
 		}, func(t *testing.T, o options) {
 			c := o.cfg
 			assert.Equal(t, ":9000", o.listen)
@@ -52,6 +53,7 @@ func TestParseFlags(t *testing.T) {
 			assert.Equal(t, 50.0, c.Speedup)
 			assert.Equal(t, 8, c.MaxRunning)
 			assert.Equal(t, 10*time.Millisecond, c.StepInterval)
+			assert.Equal(t, []string{"sql", "chat"}, c.LoRAModules)
 		}},
 		{"vLLM's --kv-events-config", []string{"--kv-events-config",
 			`{"enable_kv_cache_events": true, "publisher": "zmq", "endpoint": "tcp://*:6000", "replay_endpoint": "tcp://*:6001", "topic": "kv", "buffer_steps": 77}`,
@@ -94,6 +96,8 @@ func TestParseFlagsRejects(t *testing.T) {
 		{"bad kv-events-config", []string{"--kv-events-config", "{"}, "kv-events-config"},
 		{"other publisher", []string{"--kv-events-config", `{"publisher":"nats"}`}, "zmq"},
 		{"bad log level", []string{"--log-level", "loud"}, "log-level"},
+		{"LoRA named like the model", []string{"--model", "m", "--lora-modules", "m"}, "LoRA module"},
+		{"LoRA twice", []string{"--lora-modules", "a,a"}, "LoRA module"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -84,13 +84,20 @@ func readBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
 	return body, nil
 }
 
-// checkModel rejects a model name the engine does not serve, as vLLM does.
-func (a *api) checkModel(w http.ResponseWriter, model string) bool {
+// checkModel resolves a request's model name: the base model ("" too) or
+// one of its LoRA adapters (lora tells which). Any other name is a 404, as
+// in vLLM.
+func (a *api) checkModel(w http.ResponseWriter, model string) (lora SeqTag, ok bool) {
 	if model == "" || model == a.cfg.Model {
-		return true
+		return SeqTag{}, true
+	}
+	for i, name := range a.cfg.LoRAModules {
+		if model == name {
+			return SeqTag{LoraName: name, LoraID: i + 1}, true
+		}
 	}
 	writeError(w, http.StatusNotFound, fmt.Sprintf("The model `%s` does not exist.", model))
-	return false
+	return SeqTag{}, false
 }
 
 func (a *api) completions(w http.ResponseWriter, r *http.Request) {
@@ -132,7 +139,7 @@ func (a *api) tokenize(w http.ResponseWriter, r *http.Request) {
 		writeError(w, statusOf(err), err.Error())
 		return
 	}
-	if !a.checkModel(w, model) {
+	if _, ok := a.checkModel(w, model); !ok {
 		return
 	}
 	if ids == nil {
@@ -141,11 +148,18 @@ func (a *api) tokenize(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, tokenizeResponse{Count: len(ids), MaxModelLen: a.cfg.MaxModelLen, Tokens: ids})
 }
 
+// models lists the base model and its LoRA adapters, as vLLM does (an
+// adapter's parent is the base model).
 func (a *api) models(w http.ResponseWriter, _ *http.Request) {
-	writeJSON(w, modelList{Object: "list", Data: []modelCard{{
+	cards := []modelCard{{
 		ID: a.cfg.Model, Object: "model", Created: a.created, OwnedBy: "vllm",
 		Root: a.cfg.Model, MaxModelLen: a.cfg.MaxModelLen,
-	}}})
+	}}
+	for _, name := range a.cfg.LoRAModules {
+		cards = append(cards, modelCard{ID: name, Object: "model", Created: a.created, OwnedBy: "vllm",
+			Root: name, Parent: a.cfg.Model, MaxModelLen: a.cfg.MaxModelLen})
+	}
+	writeJSON(w, modelList{Object: "list", Data: cards})
 }
 
 func (a *api) resetPrefixCache(w http.ResponseWriter, _ *http.Request) {

@@ -397,6 +397,47 @@ func TestResetPrefixCacheAndStats(t *testing.T) {
 	assert.Equal(t, 64, st.Cache.NumBlocks)
 }
 
+func TestLoRAAndSaltKeepCachesApart(t *testing.T) {
+	cfg := testConfig()
+	cfg.LoRAModules = []string{"adapter-a"}
+	srv, _ := startAPI(t, cfg)
+	prompt := jsonIDs(seqTokens(1, 33))
+	cached := func(extra string) int {
+		t.Helper()
+		resp, b := post(t, srv.URL+"/v1/completions", `{"prompt":`+prompt+`,"max_tokens":1`+extra+`}`)
+		require.Equal(t, http.StatusOK, resp.StatusCode, string(b))
+		return decodeInto[completionOut](t, b).Usage.PromptTokensDetails.CachedTokens
+	}
+	steps := []struct {
+		name, extra string
+		want        int
+	}{
+		{"base model, cold", ``, 0},
+		{"base model again", ``, 32},
+		{"under the adapter: other blocks", `,"model":"adapter-a"`, 0},
+		{"under the adapter again", `,"model":"adapter-a"`, 32},
+		{"salted: other blocks", `,"cache_salt":"tenant-1"`, 0},
+		{"same salt", `,"cache_salt":"tenant-1"`, 32},
+		{"another salt", `,"cache_salt":"tenant-2"`, 0},
+	}
+	for _, st := range steps {
+		assert.Equal(t, st.want, cached(st.extra), st.name)
+	}
+
+	r, err := http.Get(srv.URL + "/v1/models")
+	require.NoError(t, err)
+	defer r.Body.Close()
+	b, err := io.ReadAll(r.Body)
+	require.NoError(t, err)
+	models := decodeInto[modelList](t, b)
+	require.Len(t, models.Data, 2)
+	assert.Equal(t, "adapter-a", models.Data[1].ID)
+	assert.Equal(t, "kvmock", models.Data[1].Parent, "an adapter's parent is the base model")
+
+	resp, b := post(t, srv.URL+"/tokenize", `{"model":"adapter-a","prompt":"x"}`)
+	assert.Equal(t, http.StatusOK, resp.StatusCode, string(b))
+}
+
 func TestHealthSwitch(t *testing.T) {
 	e, _ := newTestEngine(t, testConfig())
 	health := &HealthSwitch{}

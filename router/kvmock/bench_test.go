@@ -49,7 +49,7 @@ func BenchmarkGenerate(b *testing.B) {
 func BenchmarkEncodeBatch(b *testing.B) {
 	ids := newTestIDs()
 	tokens := seqTokens(1, 64*16)
-	chain, err := appendChain(nil, ids, ids.Root(), tokens, 16)
+	chain, err := appendChain(nil, ids, SeqTag{}, tokens, 16)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -17,8 +17,8 @@ type vllmIDs struct {
 
 func (v vllmIDs) Root() Digest { return v.root }
 
-func (v vllmIDs) Next(parent Digest, tokens []uint32) (Digest, error) {
-	return v.scheme.BlockDigest(parent, tokens, nil)
+func (v vllmIDs) Next(parent Digest, tokens []uint32, extra []enginehash.ExtraKey) (Digest, error) {
+	return v.scheme.BlockDigest(parent, tokens, extra)
 }
 
 // parseHashAlgo accepts vLLM's --prefix-caching-hash-algo names (sha256,

@@ -134,9 +134,10 @@ func (c *Cache) evict(b *physBlock) {
 // Store caches the allocation's blocks [from, from+len(ids)) under ids once
 // their tokens are computed, emitting one BlockStored per run of newly
 // cached blocks. parent is the digest of block from-1 (nil when from is 0);
-// tokens are the blocks' tokens, blockSize each. A digest another block
-// already holds is not cached twice: the run breaks there.
-func (c *Cache) Store(a *Allocation, from int, ids []Digest, parent *Digest, tokens []uint32) {
+// tokens are the blocks' tokens, blockSize each; tag names the sequence's
+// LoRA adapter and salt for the events. A digest another block already
+// holds is not cached twice: the run breaks there.
+func (c *Cache) Store(a *Allocation, from int, ids []Digest, parent *Digest, tokens []uint32, tag SeqTag) {
 	runStart := -1
 	flush := func(end int) {
 		if runStart < 0 {
@@ -151,6 +152,13 @@ func (c *Cache) Store(a *Allocation, from int, ids []Digest, parent *Digest, tok
 			ev.Parent = &p
 		}
 		ev.Tokens = append([]uint32(nil), tokens[runStart*c.blockSize:end*c.blockSize]...)
+		ev.LoraName, ev.LoraID = tag.LoraName, tag.LoraID
+		if tag.hasKeys() {
+			ev.ExtraKeys = make([][]string, 0, end-runStart)
+			for i := runStart; i < end; i++ {
+				ev.ExtraKeys = append(ev.ExtraKeys, tag.eventKeys(from+i))
+			}
+		}
 		c.sink.Emit(ev)
 		runStart = -1
 	}

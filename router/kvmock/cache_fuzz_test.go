@@ -33,7 +33,7 @@ func FuzzCacheOps(f *testing.F) {
 				for i := range tokens {
 					tokens[i] = uint32(next() % 3)
 				}
-				chain, err := appendChain(nil, ids, ids.Root(), tokens, 1)
+				chain, err := appendChain(nil, ids, SeqTag{}, tokens, 1)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -46,7 +46,7 @@ func FuzzCacheOps(f *testing.F) {
 				if a.Hits > 0 {
 					parent = &chain[a.Hits-1]
 				}
-				c.Store(a, a.Hits, chain[a.Hits:], parent, tokens[a.Hits:])
+				c.Store(a, a.Hits, chain[a.Hits:], parent, tokens[a.Hits:], SeqTag{})
 				live = append(live, a)
 			case 1:
 				if len(live) > 0 {

@@ -23,7 +23,7 @@ func fill(t *testing.T, c *Cache, ids []Digest) {
 	t.Helper()
 	a, err := c.Allocate(ids, len(ids), len(ids))
 	require.NoError(t, err)
-	c.Store(a, a.Hits, ids[a.Hits:], parentOf(ids, a.Hits), tokensOf(ids[a.Hits:]))
+	c.Store(a, a.Hits, ids[a.Hits:], parentOf(ids, a.Hits), tokensOf(ids[a.Hits:]), SeqTag{})
 	c.Release(a)
 }
 
@@ -50,7 +50,7 @@ func TestCacheStoreThenReuse(t *testing.T) {
 	a, err := c.Allocate(ids, 3, 4)
 	require.NoError(t, err)
 	assert.Equal(t, 0, a.Hits, "nothing cached yet")
-	c.Store(a, 0, ids, nil, []uint32{1, 2, 3})
+	c.Store(a, 0, ids, nil, []uint32{1, 2, 3}, SeqTag{})
 	assert.Equal(t, []Event{{Kind: EventBlockStored, Digests: ids, Tokens: []uint32{1, 2, 3}}}, sink.take())
 	c.Release(a)
 
@@ -153,9 +153,9 @@ func TestCacheDoesNotCacheADigestTwice(t *testing.T) {
 	require.NoError(t, err)
 	b, err := c.Allocate(ids, 3, 3)
 	require.NoError(t, err)
-	c.Store(a, 1, ids[1:2], &ids[0], []uint32{2}) // a computed block 2 first
+	c.Store(a, 1, ids[1:2], &ids[0], []uint32{2}, SeqTag{}) // a computed block 2 first
 	sink.take()
-	c.Store(b, 0, ids, nil, []uint32{1, 2, 3})
+	c.Store(b, 0, ids, nil, []uint32{1, 2, 3}, SeqTag{})
 	assert.Equal(t, []Event{
 		{Kind: EventBlockStored, Digests: ids[0:1], Tokens: []uint32{1}},
 		{Kind: EventBlockStored, Digests: ids[2:3], Parent: ptr(ids[1]), Tokens: []uint32{3}},

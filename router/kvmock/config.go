@@ -46,9 +46,13 @@ const (
 // Config is everything a kvmock engine can be told. The zero value is not
 // usable: start from DefaultConfig.
 type Config struct {
-	Model       string // served model name (/v1/models, responses)
-	MaxModelLen int    // longest prompt + max_tokens accepted
-	VocabSize   int    // token ids must be below this
+	Model string // served model name (/v1/models, responses)
+	// LoRAModules are the LoRA adapters served besides the base model: a
+	// request naming one runs under it (its blocks carry the adapter's
+	// name in their hash and events), with lora_int_id its index + 1.
+	LoRAModules []string
+	MaxModelLen int // longest prompt + max_tokens accepted
+	VocabSize   int // token ids must be below this
 
 	// The KV cache.
 	NumBlocks int // physical KV blocks
@@ -117,6 +121,13 @@ func (c *Config) Validate() error {
 	bad := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
 	if c.Model == "" {
 		bad("model name is empty")
+	}
+	seen := map[string]bool{c.Model: true}
+	for _, name := range c.LoRAModules {
+		if name == "" || seen[name] {
+			bad("LoRA module %q: names must be non-empty and differ from each other and the model's", name)
+		}
+		seen[name] = true
 	}
 	if c.BlockSize <= 0 {
 		bad("block size %d: must be positive", c.BlockSize)

@@ -48,8 +48,12 @@
 // Block ids are vLLM's own, computed by router/enginehash: the chain of
 // --prefix-caching-hash-algo (sha256_cbor by default; sha256, xxhash,
 // xxhash_cbor too) from NONE_HASH = hash(seed), or, with Unstable, from 32
-// random bytes drawn at start (vLLM without PYTHONHASHSEED). No extra keys:
-// kvmock has no LoRA adapters, multimodal inputs or cache salts.
+// random bytes drawn at start (vLLM without PYTHONHASHSEED). A request
+// naming one of Config.LoRAModules runs under that adapter and a request's
+// cache_salt salts it: both are extra keys of the hash, as in vLLM (the
+// LoRA name on every block, the salt on the first; vLLM up to 0.32's
+// untagged form), and the events carry lora_name, lora_id and extra_keys.
+// Multimodal inputs and prompt embeddings are not modelled.
 //
 // # The engine model
 //

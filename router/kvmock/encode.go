@@ -24,9 +24,9 @@ const mediumGPU = "GPU"
 // A bytes hash is the whole digest (32 bytes for sha256, 16 for xxhash).
 //
 // In maps, msgspec's omit_defaults drops the fields that still hold their
-// declared default (extra_keys, group_idx, the cache-spec fields, ...) and
-// keeps the fields without a default even when they are nil (lora_id,
-// medium, lora_name). In positional arrays msgspec omits nothing
+// declared default (extra_keys when nil, group_idx, the cache-spec fields,
+// ...) and keeps the fields without a default even when they are nil
+// (lora_id, medium, lora_name). In positional arrays msgspec omits nothing
 // (omit_defaults does not apply to array_like structs, msgspec issue 720):
 // every field of vLLM's struct is written, defaults as nil, so the array
 // layout carries BlockStored's four defaulted fields and BlockRemoved's
@@ -81,12 +81,16 @@ func (w wireEncoder) writeEvent(enc *msgpack.Encoder, ev *Event) error {
 			{"parent_block_hash", w.optionalHash(ev.Parent)},
 			{"token_ids", tokenList(ev.Tokens)},
 			{"block_size", func(e *msgpack.Encoder) error { return e.EncodeInt(int64(w.blockSize)) }},
-			{"lora_id", encodeNil},
+			{"lora_id", optionalInt(ev.LoraID)},
 			{"medium", func(e *msgpack.Encoder) error { return e.EncodeString(mediumGPU) }},
-			{"lora_name", encodeNil},
+			{"lora_name", optionalString(ev.LoraName)},
+		}
+		// extra_keys has a default (None): a map omits it when it is nil.
+		if ev.ExtraKeys != nil || w.format == EventFormatArray {
+			fields = append(fields, field{"extra_keys", extraKeys(ev.ExtraKeys)})
 		}
 		if w.format == EventFormatArray {
-			fields = append(fields, field{"extra_keys", encodeNil}, field{"group_idx", encodeNil},
+			fields = append(fields, field{"group_idx", encodeNil},
 				field{"kv_cache_spec_kind", encodeNil}, field{"kv_cache_spec_sliding_window", encodeNil})
 		}
 	case EventBlockRemoved:
@@ -137,6 +141,56 @@ func (w wireEncoder) writeEvent(enc *msgpack.Encoder, ev *Event) error {
 }
 
 func encodeNil(e *msgpack.Encoder) error { return e.EncodeNil() }
+
+// optionalInt writes 0 as nil (vLLM's None: no LoRA).
+func optionalInt(v int) func(*msgpack.Encoder) error {
+	return func(e *msgpack.Encoder) error {
+		if v == 0 {
+			return e.EncodeNil()
+		}
+		return e.EncodeInt(int64(v))
+	}
+}
+
+// optionalString writes "" as nil.
+func optionalString(s string) func(*msgpack.Encoder) error {
+	return func(e *msgpack.Encoder) error {
+		if s == "" {
+			return e.EncodeNil()
+		}
+		return e.EncodeString(s)
+	}
+}
+
+// extraKeys writes vLLM's extra_keys: nil, or one entry per block, each
+// nil or the tuple of its keys (msgspec writes a tuple as an array).
+func extraKeys(perBlock [][]string) func(*msgpack.Encoder) error {
+	return func(e *msgpack.Encoder) error {
+		if perBlock == nil {
+			return e.EncodeNil()
+		}
+		if err := e.EncodeArrayLen(len(perBlock)); err != nil {
+			return err
+		}
+		for _, keys := range perBlock {
+			if keys == nil {
+				if err := e.EncodeNil(); err != nil {
+					return err
+				}
+				continue
+			}
+			if err := e.EncodeArrayLen(len(keys)); err != nil {
+				return err
+			}
+			for _, k := range keys {
+				if err := e.EncodeString(k); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	}
+}
 
 func (w wireEncoder) hashList(ds []Digest) func(*msgpack.Encoder) error {
 	return func(e *msgpack.Encoder) error {

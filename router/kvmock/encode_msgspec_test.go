@@ -35,6 +35,9 @@ func TestEncoderMatchesMsgspec(t *testing.T) {
 	events := []Event{
 		{Kind: EventBlockStored, Digests: first, Parent: ptr(digests(0x77)[0]), Tokens: seqTokens(300, 8)},
 		{Kind: EventBlockStored, Digests: digests(3), Tokens: seqTokens(1, 4)},
+		{Kind: EventBlockStored, Digests: digests(4, 5), Parent: ptr(digests(3)[0]), Tokens: seqTokens(0, 8),
+			LoraName: "adapter-a", LoraID: 1, ExtraKeys: [][]string{{"adapter-a", "tenant-7"}, {"adapter-a"}}},
+		{Kind: EventBlockStored, Digests: digests(6), Tokens: []uint32{9, 9, 9, 9}, ExtraKeys: [][]string{nil}},
 		{Kind: EventBlockRemoved, Digests: digests(2)},
 		{Kind: EventAllBlocksCleared},
 	}

@@ -68,6 +68,7 @@ func NewEngine(cfg Config, ids BlockIDs, sink EventSink) (*Engine, error) {
 type GenRequest struct {
 	Prompt    []uint32
 	MaxTokens int
+	Tag       SeqTag // LoRA adapter and cache salt; zero for neither
 }
 
 // Token is one generated token.
@@ -157,7 +158,7 @@ func (e *Engine) Generate(ctx context.Context, req GenRequest, emit func(Token, 
 		return Result{}, err
 	}
 	bs := e.cfg.BlockSize
-	ids, err := appendChain(nil, e.ids, e.ids.Root(), req.Prompt, bs)
+	ids, err := appendChain(nil, e.ids, req.Tag, req.Prompt, bs)
 	if err != nil {
 		return Result{}, err
 	}
@@ -258,7 +259,7 @@ func (e *Engine) admitLocked(now float64) {
 		if hits > 0 {
 			parent = &w.ids[hits-1]
 		}
-		e.cache.Store(alloc, hits, w.ids[hits:], parent, w.req.Prompt[hits*bs:len(w.ids)*bs])
+		e.cache.Store(alloc, hits, w.ids[hits:], parent, w.req.Prompt[hits*bs:len(w.ids)*bs], w.req.Tag)
 
 		uncached := len(w.req.Prompt) - hits*bs
 		start := max(now, e.prefillBusyUntil)
@@ -281,7 +282,7 @@ func (e *Engine) storeDecodeBlock(w *waiter, seq []uint32) error {
 	if k > 0 {
 		parent = w.ids[k-1]
 	}
-	id, err := e.ids.Next(parent, seq[k*bs:])
+	id, err := e.ids.Next(parent, seq[k*bs:], w.req.Tag.hashKeys(k))
 	if err != nil {
 		return fmt.Errorf("block id of generated block %d: %w", k, err)
 	}
@@ -292,7 +293,7 @@ func (e *Engine) storeDecodeBlock(w *waiter, seq []uint32) error {
 	if k > 0 {
 		p = &parent
 	}
-	e.cache.Store(w.alloc, k, []Digest{id}, p, seq[k*bs:])
+	e.cache.Store(w.alloc, k, []Digest{id}, p, seq[k*bs:], w.req.Tag)
 	return nil
 }
 

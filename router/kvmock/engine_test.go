@@ -65,7 +65,7 @@ func TestEngineEventsForPromptAndDecodeBlocks(t *testing.T) {
 	res := run(t, e, prompt, 6) // fills block 2 (tokens 4..7) and block 3 (8..11)
 
 	seq := append(append([]uint32(nil), prompt...), tokenIDs(res.Tokens)...)
-	chain, err := appendChain(nil, ids, ids.Root(), seq, 4)
+	chain, err := appendChain(nil, ids, SeqTag{}, seq, 4)
 	require.NoError(t, err)
 	require.Len(t, chain, 3)
 	assert.Equal(t, []Event{

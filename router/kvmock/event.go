@@ -35,6 +35,11 @@ type Event struct {
 	Digests []Digest // BlockStored, BlockRemoved
 	Parent  *Digest  // BlockStored: the block before the first one; nil at the root
 	Tokens  []uint32 // BlockStored: every token of the stored blocks
+	// BlockStored: the request's LoRA adapter ("" and 0 = none) and, per
+	// block, its extra keys (nil = none; ExtraKeys nil = no block has any).
+	LoraName  string
+	LoraID    int
+	ExtraKeys [][]string
 }
 
 // EventSink receives events in the order the cache produced them. It is

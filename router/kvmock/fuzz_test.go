@@ -11,6 +11,7 @@ import (
 var fuzzSeeds = []string{
 	`{"model":"kvmock","prompt":[1,2,3,4,5],"max_tokens":3}`,
 	`{"prompt":"hello world","stream":true,"stream_options":{"include_usage":true}}`,
+	`{"prompt":[1,2,3,4,5,6,7,8,9],"cache_salt":"tenant-7","max_tokens":2}`,
 	`{"prompt":[[1,2,3]]}`,
 	`{"prompt":["a b c"],"add_special_tokens":false}`,
 	`{"prompt":[[1],[2]]}`,

@@ -48,14 +48,19 @@ type respHeader struct {
 // generate runs a decoded request on the engine and writes the response,
 // streamed or whole.
 func (a *api) generate(w http.ResponseWriter, r *http.Request, p genParams, f flavor) {
-	if !a.checkModel(w, p.model) {
+	lora, ok := a.checkModel(w, p.model)
+	if !ok {
 		return
 	}
+	p.req.Tag.LoraName, p.req.Tag.LoraID = lora.LoraName, lora.LoraID
 	if err := a.engine.Validate(p.req); err != nil {
 		writeError(w, statusOf(err), err.Error())
 		return
 	}
 	h := respHeader{id: f.idPrefix() + randomHex(), created: time.Now().Unix(), model: a.cfg.Model}
+	if lora.LoraName != "" {
+		h.model = lora.LoraName
+	}
 	if p.stream {
 		a.stream(w, r, p, f, h)
 		return

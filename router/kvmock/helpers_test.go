@@ -17,9 +17,12 @@ type testIDs struct{ root Digest }
 
 func (t testIDs) Root() Digest { return t.root }
 
-func (t testIDs) Next(parent Digest, tokens []uint32) (Digest, error) {
+func (t testIDs) Next(parent Digest, tokens []uint32, extra []enginehash.ExtraKey) (Digest, error) {
 	h := sha256.New()
 	h.Write(parent.Bytes())
+	for _, k := range extra {
+		h.Write([]byte(k.Text))
+	}
 	var b [4]byte
 	for _, tok := range tokens {
 		binary.LittleEndian.PutUint32(b[:], tok)

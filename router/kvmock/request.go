@@ -25,6 +25,7 @@ type completionRequest struct {
 	StreamOptions    *streamOptions  `json:"stream_options"`
 	N                *int            `json:"n"`
 	AddSpecialTokens *bool           `json:"add_special_tokens"`
+	CacheSalt        string          `json:"cache_salt"`
 }
 
 type chatRequest struct {
@@ -38,6 +39,7 @@ type chatRequest struct {
 	AddGenerationPrompt  *bool          `json:"add_generation_prompt"`
 	ContinueFinalMessage bool           `json:"continue_final_message"`
 	AddSpecialTokens     bool           `json:"add_special_tokens"`
+	CacheSalt            string         `json:"cache_salt"`
 }
 
 // tokenizeRequest is both of vLLM's /tokenize shapes: {"model","prompt"}
@@ -99,7 +101,7 @@ func decodeCompletion(body []byte, tok Tokenizer, defaultMaxTokens int) (genPara
 	}
 	return genParams{
 		model:        r.Model,
-		req:          GenRequest{Prompt: prompt, MaxTokens: maxTokens},
+		req:          GenRequest{Prompt: prompt, MaxTokens: maxTokens, Tag: SeqTag{Salt: r.CacheSalt}},
 		stream:       r.Stream,
 		includeUsage: r.Stream && r.StreamOptions != nil && r.StreamOptions.IncludeUsage,
 	}, nil
@@ -124,7 +126,7 @@ func decodeChat(body []byte, tok Tokenizer, defaultMaxTokens int) (genParams, er
 	}
 	return genParams{
 		model:        r.Model,
-		req:          GenRequest{Prompt: prompt, MaxTokens: maxTokens},
+		req:          GenRequest{Prompt: prompt, MaxTokens: maxTokens, Tag: SeqTag{Salt: r.CacheSalt}},
 		stream:       r.Stream,
 		includeUsage: r.Stream && r.StreamOptions != nil && r.StreamOptions.IncludeUsage,
 	}, nil

@@ -177,7 +177,7 @@ func TestDeterministicIDsMatchVLLMsFormula(t *testing.T) {
 			cfg.HashSeed = "42"
 			ids, err := NewBlockIDs(cfg)
 			require.NoError(t, err)
-			chain, err := appendChain(nil, ids, ids.Root(), prompt, 4)
+			chain, err := appendChain(nil, ids, SeqTag{}, prompt, 4)
 			require.NoError(t, err)
 
 			scheme, err := parseHashAlgo(algo)
@@ -233,11 +233,78 @@ func TestUnstableRootsDifferPerStart(t *testing.T) {
 	require.NoError(t, err)
 	idsB, err := NewBlockIDs(unstable)
 	require.NoError(t, err)
-	chainA, err := appendChain(nil, idsA, idsA.Root(), prompt, 4)
+	chainA, err := appendChain(nil, idsA, SeqTag{}, prompt, 4)
 	require.NoError(t, err)
-	chainB, err := appendChain(nil, idsB, idsB.Root(), prompt, 4)
+	chainB, err := appendChain(nil, idsB, SeqTag{}, prompt, 4)
 	require.NoError(t, err)
 	for i := range chainA {
 		assert.NotEqual(t, WireID(chainA[i]), WireID(chainB[i]), "block %d", i)
+	}
+}
+
+// TestLoRAAndSaltNameBlocksAsVLLMDoes: a request under a LoRA adapter with
+// a cache salt gets vLLM's ids for those extra keys (router/enginehash's
+// chain with the same extras, and the CPython oracle's), and its events
+// carry lora_name, lora_id and extra_keys as vLLM's do, read with the
+// router's decoder.
+func TestLoRAAndSaltNameBlocksAsVLLMDoes(t *testing.T) {
+	prompt := seqTokens(300, 12)
+	extras := &enginehash.VLLMExtras{LoRAName: "adapter-a", CacheSalt: "tenant-7"}
+	root, err := enginehash.VLLMRoot(enginehash.VLLMSHA256CBOR, enginehash.DefaultVLLMSeed)
+	require.NoError(t, err)
+	want, err := enginehash.Chain(nil, enginehash.VLLMSHA256CBOR, root, prompt, 4, extras)
+	require.NoError(t, err)
+
+	for _, format := range []EventFormat{EventFormatMap, EventFormatArray} {
+		t.Run(string(format), func(t *testing.T) {
+			cfg := testConfig()
+			cfg.EventFormat = format
+			cfg.StoreDecodeBlocks = false
+			cfg.LoRAModules = []string{"adapter-b", "adapter-a"}
+			l := startLive(t, cfg)
+			resp, b := post(t, l.http.URL+"/v1/completions",
+				`{"model":"adapter-a","cache_salt":"tenant-7","prompt":`+jsonIDs(prompt)+`,"max_tokens":1}`)
+			require.Equal(t, http.StatusOK, resp.StatusCode, string(b))
+			assert.Equal(t, "adapter-a", decodeInto[completionOut](t, b).Model)
+
+			evs := l.storedEvents(t, 3)
+			require.Len(t, evs, 1)
+			ev := evs[0]
+			assert.Equal(t, wireIDs(want), ev.BlockHashes)
+			assert.Equal(t, "adapter-a", ev.LoraName)
+			require.NotNil(t, ev.LoraID)
+			assert.Equal(t, int64(2), *ev.LoraID, "lora_int_id: the adapter's place in --lora-modules, from 1")
+			require.Len(t, ev.ExtraKeys, 3)
+			assert.Equal(t, []any{"adapter-a", "tenant-7"}, ev.ExtraKeys[0], "the salt on the first block only")
+			assert.Equal(t, []any{"adapter-a"}, ev.ExtraKeys[1])
+		})
+	}
+
+	py, err := filepath.Abs("../../build/venv/bin/python")
+	require.NoError(t, err)
+	oracle, err := filepath.Abs("../enginehash/testdata/oracle.py")
+	require.NoError(t, err)
+	if _, err := os.Stat(py); err != nil {
+		skipOrFail(t, "needs %s: %v", py, err)
+	}
+	cases, err := json.Marshal([]map[string]any{{
+		"scheme": "vllm-sha256-cbor", "seed": enginehash.DefaultVLLMSeed, "block_size": 4, "tokens": prompt,
+		"extras": map[string]any{"lora": "adapter-a", "salt": "tenant-7"},
+	}})
+	require.NoError(t, err)
+	cmd := exec.Command(py, oracle, "batch")
+	cmd.Stdin = strings.NewReader(string(cases))
+	out, err := cmd.Output()
+	require.NoError(t, err)
+	var res []struct {
+		Blocks []struct {
+			EventInt uint64 `json:"event_int"`
+		} `json:"blocks"`
+	}
+	require.NoError(t, json.Unmarshal(out, &res))
+	require.Len(t, res, 1)
+	require.Len(t, res[0].Blocks, 3)
+	for i, blk := range res[0].Blocks {
+		assert.Equal(t, blk.EventInt, want[i].WireID, "block %d: vLLM's formula", i)
 	}
 }

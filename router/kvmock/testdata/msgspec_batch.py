@@ -65,6 +65,11 @@ def main() -> None:
             events = [
                 stored_cls([conv(b) for b in blocks], conv(parent), list(range(300, 308)), 4, None, "GPU", None),
                 stored_cls([conv(digest(3))], None, [1, 2, 3, 4], 4, None, "GPU", None),
+                stored_cls(
+                    [conv(digest(4)), conv(digest(5))], conv(digest(3)), list(range(8)), 4, 1, "GPU", "adapter-a",
+                    extra_keys=[("adapter-a", "tenant-7"), ("adapter-a",)],
+                ),
+                stored_cls([conv(digest(6))], None, [9, 9, 9, 9], 4, None, "GPU", None, extra_keys=[None]),
                 removed_cls([conv(digest(2))], "GPU"),
                 cleared_cls(),
             ]
