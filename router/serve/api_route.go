@@ -14,7 +14,7 @@ import (
 type routeRequest struct {
 	Model                string          `json:"model"`
 	Tenant               string          `json:"tenant"`
-	TokenIDs             []uint32        `json:"token_ids"`
+	TokenIDs             tokenList       `json:"token_ids"`
 	LoraName             string          `json:"lora_name"`
 	CacheSalt            string          `json:"cache_salt"`
 	RequestID            string          `json:"request_id"`
@@ -23,9 +23,12 @@ type routeRequest struct {
 
 // decodeRouteRequest is the body decoder of POST /v1/route.
 func decodeRouteRequest(body []byte, maxTokens int) (route.Request, error) {
-	var req routeRequest
-	if err := decodeStrict(body, &req); err != nil {
-		return route.Request{}, err
+	req, ok := fastRouteRequest(body)
+	if !ok {
+		req = routeRequest{}
+		if err := decodeStrict(body, &req); err != nil {
+			return route.Request{}, err
+		}
 	}
 	if err := requireFields(field("model", req.Model != ""), field("token_ids", req.TokenIDs != nil)); err != nil {
 		return route.Request{}, err
@@ -56,7 +59,11 @@ func (s *Server) postRoute(w http.ResponseWriter, r *http.Request) error {
 	}
 	s.m.routes.WithLabelValues("ok").Inc()
 	s.m.routeOverlap.Observe(float64(d.OverlapBlocks))
-	writeJSON(w, http.StatusOK, d)
+	bp := bufPool.Get().(*[]byte)
+	*bp = appendDecision((*bp)[:0], &d)
+	w.Header().Set("Content-Type", "application/json")
+	_, _ = w.Write(*bp)
+	bufPool.Put(bp)
 	s.m.routeLatency.Observe(time.Since(start).Seconds())
 	return nil
 }

@@ -98,7 +98,17 @@ func FuzzDecodeRouteRequest(f *testing.F) {
 	f.Add(`{"model":"m","token_ids":[4294967295],"lora_name":"a","cache_salt":"s","request_id":"r"}`)
 	f.Add(`{"model":1}`)
 	f.Add(`[`)
+	f.Add(` { "model" : "m" , "token_ids" : [ 1 , 2 ] , "router_config_override" : { "router_temperature" : 0.5 } } `)
+	f.Add(`{"model":"m","token_ids":[1],}`)
+	f.Add(`{"model":"m","Model":"x","token_ids":[1]}`)
 	f.Fuzz(func(t *testing.T, body string) {
+		// The one-pass parser accepts a subset of what encoding/json
+		// accepts, with the same result.
+		if fast, ok := fastRouteRequest([]byte(body)); ok {
+			var slow routeRequest
+			require.NoError(t, decodeStrict([]byte(body), &slow), "fast path accepted %q", body)
+			assert.Equal(t, slow, fast, "%q", body)
+		}
 		req, err := decodeRouteRequest([]byte(body), 1<<20)
 		if err != nil {
 			var ae *apiError

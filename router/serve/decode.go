@@ -12,7 +12,18 @@ import (
 // readBody reads a request body up to limit bytes; above it the answer
 // is 413.
 func readBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, error) {
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
+	rd := http.MaxBytesReader(w, r.Body, limit)
+	var body []byte
+	var err error
+	if n := r.ContentLength; n > 0 && n <= limit {
+		// One allocation of the announced size (a body that lies about its
+		// length still cannot pass the limit).
+		buf := bytes.NewBuffer(make([]byte, 0, n+1))
+		_, err = buf.ReadFrom(rd)
+		body = buf.Bytes()
+	} else {
+		body, err = io.ReadAll(rd)
+	}
 	if err != nil {
 		var mbe *http.MaxBytesError
 		if errors.As(err, &mbe) {
@@ -58,7 +69,10 @@ func decodeJSON(body []byte, v any, strict bool) error {
 func jsonError(err error) *apiError {
 	var ute *json.UnmarshalTypeError
 	var se *json.SyntaxError
+	var ae *apiError
 	switch {
+	case errors.As(err, &ae): // a field's own decoder (tokenList) said why
+		return ae
 	case errors.As(err, &ute):
 		field := ute.Field
 		if field == "" {

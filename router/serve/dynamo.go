@@ -353,12 +353,12 @@ func (s *Server) dynWorkers(w http.ResponseWriter, r *http.Request) error {
 }
 
 type dynQueryRequest struct {
-	TokenIDs     *[]uint32 `json:"token_ids"`
-	ModelName    *string   `json:"model_name"`
-	RoutingGroup *string   `json:"routing_group"`
-	TenantID     *string   `json:"tenant_id"`
-	LoraName     *string   `json:"lora_name"`
-	CacheSalt    *string   `json:"cache_salt"`
+	TokenIDs     *tokenList `json:"token_ids"`
+	ModelName    *string    `json:"model_name"`
+	RoutingGroup *string    `json:"routing_group"`
+	TenantID     *string    `json:"tenant_id"`
+	LoraName     *string    `json:"lora_name"`
+	CacheSalt    *string    `json:"cache_salt"`
 }
 
 type dynQueryByHashRequest struct {

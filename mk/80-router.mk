@@ -1,0 +1,33 @@
+# kvrouter, the service (router/serve, router/config, cmd/kvrouter): the
+# binary, and its figures. Its Go tests (router/serve, router/config and
+# the end-to-end router/tests, which start the Python test engine and
+# Dynamo's own indexer from the venv) run with every Go package's
+# (go-test in mk/10-go.mk), so the venv is built first.
+KVROUTER := $(BUILD)/bin/kvrouter
+
+BUILD_TARGETS += $(KVROUTER)
+GO_TEST_DEPS  += $(VENV_STAMP)
+BENCH_TARGETS += bench-router
+
+.PHONY: kvrouter bench-router fuzz-router
+kvrouter: $(KVROUTER)
+
+$(KVROUTER): $(GO_SOURCES)
+	$(GO) build -o $@ ./cmd/kvrouter
+
+# The three figures, each printed beside its target: ingestion on one
+# core, routing over HTTP while events stream in, memory per indexed
+# (worker, block). About a minute in all.
+bench-router:
+	@{ $(GO) test -run '^$$' -bench '^BenchmarkIngest$$' -benchtime 1s -cpu 1 -count 1 ./router/tests && \
+	   $(GO) test -run '^$$' -bench '^BenchmarkRouteHTTP$$' -benchtime 5s -count 1 ./router/tests && \
+	   $(GO) test -run '^$$' -bench '^BenchmarkMemoryPerBlock$$' -benchtime 3x -count 1 ./router/tests; } \
+	  | $(GO) run ./router/tests/benchfig
+
+fuzz-router:
+	$(GO) test -run '^$$' -fuzz '^FuzzDecodeRouteRequest$$' -fuzztime 10s ./router/serve
+	$(GO) test -run '^$$' -fuzz '^FuzzDecodeWorkerRequest$$' -fuzztime 10s ./router/serve
+	$(GO) test -run '^$$' -fuzz '^FuzzDecodeEvents$$' -fuzztime 10s ./router/serve
+	$(GO) test -run '^$$' -fuzz '^FuzzTokenList$$' -fuzztime 10s ./router/serve
+	$(GO) test -run '^$$' -fuzz '^FuzzDynamoHandlers$$' -fuzztime 10s ./router/serve
+	$(GO) test -run '^$$' -fuzz '^FuzzDecode$$' -fuzztime 10s ./router/config

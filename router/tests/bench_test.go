@@ -1,0 +1,306 @@
+package tests
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"runtime"
+	"runtime/debug"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/kvhash/kvhash/router/config"
+	"github.com/kvhash/kvhash/router/indexer"
+	"github.com/kvhash/kvhash/router/ingest"
+	"github.com/kvhash/kvhash/router/ingest/ingesttest"
+	"github.com/kvhash/kvhash/router/serve"
+)
+
+// kvrouter's figures (make bench-router, which prints each against its
+// target). One core for ingestion (-cpu 1 in the make target); routing
+// uses the machine.
+
+const benchBlockSize = 16
+
+// BenchmarkIngest is the ingestion path of one engine stream on one
+// core: vLLM-format MessagePack batches decoded (router/ingest), each
+// block's canonical hash computed from its tokens and applied to the index
+// (router/indexer over core). 8 prefills of 16 blocks a batch, one remove
+// every 4 events; map events with int hashes, and array events with bytes
+// hashes (vLLM's sha256 digests).
+func BenchmarkIngest(b *testing.B) {
+	for _, v := range []struct {
+		name   string
+		layout ingesttest.Layout
+		bytes  bool
+	}{{"map-int", ingesttest.MapEvents, false}, {"array-bytes", ingesttest.ArrayEvents, true}} {
+		b.Run(v.name, func(b *testing.B) {
+			spec := ingesttest.DefaultSpec(v.layout)
+			spec.BytesHashes, spec.RemoveEvery = v.bytes, 4
+			gen := ingesttest.NewGenerator(spec)
+			ix, err := indexer.New(indexer.Options{BlockSize: spec.BlockSize})
+			if err != nil {
+				b.Fatal(err)
+			}
+			if _, err := ix.AddWorker(indexer.WorkerSpec{WorkerID: 1, Model: "m"}); err != nil {
+				b.Fatal(err)
+			}
+			src := ingest.Source{Model: "m", WorkerID: 1}
+			dec := ingest.NewDecoder()
+			const chunk = 512
+			payloads := gen.Payloads(chunk)
+			b.SetBytes(int64(len(payloads[0])))
+			b.ResetTimer()
+			for i := range b.N {
+				if i%chunk == 0 && i > 0 {
+					b.StopTimer()
+					payloads = gen.Payloads(chunk)
+					b.StartTimer()
+				}
+				batch, _, err := dec.DecodeBatch("", uint64(i), payloads[i%chunk])
+				if err != nil {
+					b.Fatal(err)
+				}
+				ix.HandleBatch(src, batch)
+			}
+			b.ReportMetric(float64(b.N*gen.BlocksPerBatch())/b.Elapsed().Seconds(), "blocks/s")
+			if info, _ := ix.Worker(1); info.Ranks[0].Events[indexer.KindStored][indexer.OutcomeApplied] == 0 {
+				b.Fatal("nothing was applied")
+			}
+		})
+	}
+}
+
+// BenchmarkRouteHTTP is routing over real HTTP on 127.0.0.1 with 128
+// workers, while engine batches stream into the index at 100k blocks/s
+// (decoded and applied in-process, as the ZeroMQ subscribers do). Each op
+// is one POST /v1/route of a 512-token prompt that shares a cached prefix
+// with the fleet; the router's load bookkeeping runs (requests expire
+// after 2 s instead of being freed, so an op is one HTTP call).
+func BenchmarkRouteHTTP(b *testing.B) {
+	const workers, promptBlocks, streamRate = 128, 32, 100_000
+	cfg := config.Default()
+	cfg.BlockSize = benchBlockSize
+	cfg.Index.StabilityMode = "warn"
+	cfg.Routing.RequestTTL = 2 * time.Second
+	srv, err := serve.New(serve.Options{Config: cfg})
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := srv.Start(); err != nil {
+		b.Fatal(err)
+	}
+	defer func() { _ = srv.Shutdown(context.Background()) }()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		b.Fatal(err)
+	}
+	hs := &http.Server{Handler: srv.Handler()}
+	go func() { _ = hs.Serve(ln) }()
+	defer hs.Close()
+	url := "http://" + ln.Addr().String()
+
+	ix := srv.Indexer()
+	prompts := warmFleet(b, ix, workers, promptBlocks)
+	stop := make(chan struct{})
+	var streamed sync.WaitGroup
+	streamed.Go(func() { streamEvents(ix, workers, streamRate, stop) })
+
+	bodies := make([][]byte, len(prompts))
+	for i, p := range prompts {
+		bodies[i], _ = json.Marshal(map[string]any{"model": "m", "token_ids": p})
+	}
+	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64, MaxConnsPerHost: 64}}
+	var mu sync.Mutex
+	var lat []time.Duration
+	b.SetParallelism(4) // 4 clients per core
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		local := make([]time.Duration, 0, 1024)
+		i := 0
+		for pb.Next() {
+			i++
+			start := time.Now()
+			resp, err := client.Post(url+"/v1/route", "application/json", bytes.NewReader(bodies[i%len(bodies)]))
+			if err != nil {
+				b.Error(err)
+				return
+			}
+			_, _ = io.Copy(io.Discard, resp.Body)
+			_ = resp.Body.Close()
+			if resp.StatusCode != 200 {
+				b.Errorf("route: %s", resp.Status)
+				return
+			}
+			local = append(local, time.Since(start))
+		}
+		mu.Lock()
+		lat = append(lat, local...)
+		mu.Unlock()
+	})
+	elapsed := b.Elapsed()
+	b.StopTimer()
+	close(stop)
+	streamed.Wait()
+	slices.Sort(lat)
+	if len(lat) > 0 {
+		b.ReportMetric(float64(len(lat))/elapsed.Seconds(), "routes/s")
+		b.ReportMetric(float64(lat[len(lat)/2].Microseconds()), "p50-µs")
+		b.ReportMetric(float64(lat[len(lat)*99/100].Microseconds()), "p99-µs")
+	}
+}
+
+// warmFleet gives each worker a cached 512-token prompt sharing a
+// 256-token system prefix, and returns prompts that hit them.
+func warmFleet(b *testing.B, ix *indexer.Indexer, workers, promptBlocks int) [][]uint32 {
+	b.Helper()
+	prompts := make([][]uint32, workers)
+	for w := range workers {
+		if _, err := ix.AddWorker(indexer.WorkerSpec{WorkerID: uint64(w + 1), Model: "m"}); err != nil {
+			b.Fatal(err)
+		}
+		p := make([]uint32, promptBlocks*benchBlockSize)
+		for i := range p {
+			if i < len(p)/2 {
+				p[i] = uint32(i + 1) // the shared system prompt
+			} else {
+				p[i] = uint32(1_000_000*(w+1) + i)
+			}
+		}
+		prompts[w] = p
+		hashes := make([]uint64, promptBlocks)
+		for i := range hashes {
+			hashes[i] = uint64(w+1)<<40 | uint64(i)
+		}
+		ix.HandleBatch(ingest.Source{Model: "m", WorkerID: uint64(w + 1)}, &ingest.Batch{Events: []ingest.Event{{
+			Kind: ingest.BlockStored, BlockHashes: hashes, TokenIDs: p, BlockSize: benchBlockSize, Medium: "GPU",
+		}}})
+	}
+	return prompts
+}
+
+// streamEvents feeds every worker's stream, round robin, at rate blocks/s
+// until stop: decoded vLLM payloads, applied as the subscribers apply
+// them.
+func streamEvents(ix *indexer.Indexer, workers, rate int, stop <-chan struct{}) {
+	spec := ingesttest.DefaultSpec(ingesttest.MapEvents)
+	spec.RemoveEvery = 1 // steady state: as many removes as stores
+	gens := make([]*ingesttest.Generator, workers)
+	for w := range gens {
+		s := spec
+		s.Seed = uint64(w + 7)
+		gens[w] = ingesttest.NewGenerator(s)
+	}
+	dec := ingest.NewDecoder()
+	perBatch := gens[0].BlocksPerBatch()
+	interval := time.Duration(float64(time.Second) * float64(perBatch) / float64(rate))
+	next := time.Now()
+	seqs := make([]uint64, workers)
+	for i := 0; ; i++ {
+		select {
+		case <-stop:
+			return
+		default:
+		}
+		w := i % workers
+		batch, _, err := dec.DecodeBatch("", seqs[w], gens[w].Next())
+		if err == nil {
+			ix.HandleBatch(ingest.Source{Model: "m", WorkerID: uint64(w + 1)}, batch)
+		}
+		seqs[w]++
+		next = next.Add(interval)
+		if d := time.Until(next); d > 0 {
+			time.Sleep(d)
+		}
+	}
+}
+
+// BenchmarkMemoryPerBlock is the router's memory per indexed (worker,
+// block) pair: 64 workers of 4096 blocks each, half of every worker's
+// blocks shared with the others (a common system prompt), measured as Go
+// heap in use and as the process's resident set growth.
+func BenchmarkMemoryPerBlock(b *testing.B) {
+	const workers, blocksPerWorker, shared = 64, 4096, 2048
+	for range b.N {
+		debug.FreeOSMemory()
+		heap0, rss0 := heapInUse(), residentBytes()
+		ix, err := indexer.New(indexer.Options{BlockSize: benchBlockSize})
+		if err != nil {
+			b.Fatal(err)
+		}
+		toks := make([]uint32, blocksPerWorker*benchBlockSize)
+		hashes := make([]uint64, blocksPerWorker)
+		for w := range workers {
+			if _, err := ix.AddWorker(indexer.WorkerSpec{WorkerID: uint64(w + 1), Model: "m"}); err != nil {
+				b.Fatal(err)
+			}
+			for i := range toks {
+				if i < shared*benchBlockSize {
+					toks[i] = uint32(i + 1)
+				} else {
+					toks[i] = uint32(10_000_000*(w+1) + i)
+				}
+			}
+			for i := range hashes {
+				if i < shared {
+					hashes[i] = 1<<60 | uint64(i)
+				} else {
+					hashes[i] = uint64(w+1)<<40 | uint64(i)
+				}
+			}
+			// One store per 256 blocks, chained, as prefills arrive.
+			var parent *uint64
+			for s := 0; s < blocksPerWorker; s += 256 {
+				ix.HandleBatch(ingest.Source{Model: "m", WorkerID: uint64(w + 1)}, &ingest.Batch{Seq: uint64(s), Events: []ingest.Event{{
+					Kind: ingest.BlockStored, BlockHashes: hashes[s : s+256], ParentHash: parent,
+					TokenIDs: toks[s*benchBlockSize : (s+256)*benchBlockSize], BlockSize: benchBlockSize, Medium: "GPU",
+				}}})
+				p := hashes[s+255]
+				parent = &p
+			}
+		}
+		runtime.GC()
+		heap1, rss1 := heapInUse(), residentBytes()
+		pairs := float64(workers * blocksPerWorker)
+		if got := ix.Sizes()[0].Pairs; got != uint64(pairs) {
+			b.Fatalf("indexed %d pairs, want %v", got, pairs)
+		}
+		b.ReportMetric(float64(heap1-heap0)/pairs, "heap-B/pair")
+		if rss0 > 0 {
+			b.ReportMetric(float64(rss1-rss0)/pairs, "rss-B/pair")
+		}
+		runtime.KeepAlive(ix)
+	}
+}
+
+func heapInUse() int64 {
+	runtime.GC()
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	return int64(m.HeapInuse)
+}
+
+// residentBytes is the process's resident set (Linux); 0 elsewhere.
+func residentBytes() int64 {
+	data, err := os.ReadFile("/proc/self/statm")
+	if err != nil {
+		return 0
+	}
+	f := strings.Fields(string(data))
+	if len(f) < 2 {
+		return 0
+	}
+	pages, err := strconv.ParseInt(f[1], 10, 64)
+	if err != nil {
+		return 0
+	}
+	return pages * int64(os.Getpagesize())
+}

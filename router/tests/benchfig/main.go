@@ -1,0 +1,97 @@
+// Command benchfig reads `go test -bench` output of kvrouter's benchmarks
+// (router/tests) on stdin, passes it through, and then prints each figure
+// beside its target (make bench-router).
+package main
+
+import (
+	"bufio"
+	"fmt"
+	"os"
+	"regexp"
+	"strconv"
+	"strings"
+)
+
+// A figure: the benchmark (name prefix), its metric unit, what it is, and
+// its target (a bound and whether the figure must be at least or below it).
+type figure struct {
+	bench, unit, what string
+	bound             float64
+	atLeast           bool
+	targetText        string
+}
+
+var figures = []figure{
+	{"BenchmarkIngest/map-int", "blocks/s", "ingestion, vLLM map events + int hashes, decode + hash + apply, one core", 1e6, true, ">= 1,000,000 blocks/s"},
+	{"BenchmarkIngest/array-bytes", "blocks/s", "ingestion, vLLM array events + bytes hashes, decode + hash + apply, one core", 1e6, true, ">= 1,000,000 blocks/s"},
+	{"BenchmarkRouteHTTP", "routes/s", "routing over HTTP, 128 workers, events streaming at 100k blocks/s", 20000, true, ">= 20,000 routes/s"},
+	{"BenchmarkRouteHTTP", "p50-µs", "  route latency p50 (µs)", 0, false, ""},
+	{"BenchmarkRouteHTTP", "p99-µs", "  route latency p99 (µs)", 1000, false, "< 1,000 µs"},
+	{"BenchmarkMemoryPerBlock", "heap-B/pair", "memory per indexed (worker, block), Go heap (bytes)", 0, false, ""},
+	{"BenchmarkMemoryPerBlock", "rss-B/pair", "memory per indexed (worker, block), resident set (bytes)", 0, false, ""},
+}
+
+var resultLine = regexp.MustCompile(`^(Benchmark\S+?)(-\d+)?\s+\d+\s+(.*)$`)
+
+func main() {
+	metrics := map[string]map[string]float64{}
+	in := bufio.NewScanner(os.Stdin)
+	for in.Scan() {
+		line := in.Text()
+		fmt.Println(line)
+		m := resultLine.FindStringSubmatch(line)
+		if m == nil {
+			continue
+		}
+		fields := strings.Fields(m[3])
+		vals := map[string]float64{}
+		for i := 0; i+1 < len(fields); i += 2 {
+			if v, err := strconv.ParseFloat(fields[i], 64); err == nil {
+				vals[fields[i+1]] = v
+			}
+		}
+		metrics[m[1]] = vals
+	}
+	if err := in.Err(); err != nil {
+		fmt.Fprintln(os.Stderr, "benchfig:", err)
+		os.Exit(1)
+	}
+	fmt.Println("\nkvrouter's figures (this run, this machine):")
+	for _, f := range figures {
+		v, ok := metrics[f.bench][f.unit]
+		if !ok {
+			fmt.Printf("  %-80s  (not measured)\n", f.what)
+			continue
+		}
+		verdict := ""
+		if f.targetText != "" {
+			met := v >= f.bound
+			if !f.atLeast {
+				met = v < f.bound
+			}
+			verdict = "target " + f.targetText
+			if met {
+				verdict += ": met"
+			} else {
+				verdict += ": NOT met"
+			}
+		}
+		fmt.Printf("  %-80s %14s  %s\n", f.what, group(v), verdict)
+	}
+}
+
+// group writes v with thousands separators, one decimal below 100.
+func group(v float64) string {
+	if v < 100 {
+		return strconv.FormatFloat(v, 'f', 1, 64)
+	}
+	s := strconv.FormatInt(int64(v+0.5), 10)
+	var b strings.Builder
+	for i, c := range s {
+		if i > 0 && (len(s)-i)%3 == 0 {
+			b.WriteByte(',')
+		}
+		b.WriteRune(c)
+	}
+	return b.String()
+}
