@@ -112,3 +112,29 @@ func TestRuntimeBudget(t *testing.T) {
 	assert.NoError(t, b.admit(1<<20, "a megabyte"))
 	assert.Equal(t, abi.StatusNoMemory, abi.StatusOf(b.admit(wasm32Memory, "4 GiB")))
 }
+
+// FuzzBudgetAdmit drives a budget with arbitrary heap sizes and requests:
+// whatever it admits keeps the heap it knows of, plus what it admitted
+// since, within the admitted size, and what it refuses is
+// KVHASH_ERR_NO_MEMORY.
+func FuzzBudgetAdmit(f *testing.F) {
+	f.Add(uint64(800<<20), uint64(100<<20), uint64(1<<20), uint64(0), uint8(7))
+	f.Add(uint64(minMemoryLimit), uint64(0), uint64(1<<62), uint64(5), uint8(1))
+	f.Add(uint64(wasm32Memory), uint64(3<<30), ^uint64(0), uint64(1<<30), uint8(200))
+	f.Fuzz(func(t *testing.T, limit, heap, need, garbage uint64, rounds uint8) {
+		limit = max(limit%(wasm32Memory+1), minMemoryLimit)
+		garbage = min(garbage, heap)
+		b, _ := budgetOver(limit, &heap, &garbage)
+		for i := range int(rounds%16) + 1 {
+			n := need >> (i % 64)
+			err := b.admit(n, "fuzz")
+			if err != nil {
+				require.Equal(t, abi.StatusNoMemory, abi.StatusOf(err))
+				continue
+			}
+			require.LessOrEqual(t, b.known, b.admitted())
+			require.LessOrEqual(t, b.pending, b.admitted()-b.known)
+			heap += n / 2 // the estimate was generous
+		}
+	})
+}
