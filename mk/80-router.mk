@@ -7,10 +7,15 @@ KVROUTER := $(BUILD)/bin/kvrouter
 
 BUILD_TARGETS += $(KVROUTER)
 GO_TEST_DEPS  += $(VENV_STAMP)
+TEST_TARGETS  += router-serve-python
 BENCH_TARGETS += bench-router
 
-.PHONY: kvrouter bench-router fuzz-router
+.PHONY: kvrouter bench-router fuzz-router router-serve-python
 kvrouter: $(KVROUTER)
+
+# The end-to-end tests' own Python (a Dynamo-JSON publisher), typed.
+router-serve-python: $(VENV_STAMP)
+	$(PY) -m mypy --strict --cache-dir $(BUILD)/mypy-cache-router router/tests/testdata/dynamo_json_publisher.py
 
 $(KVROUTER): $(GO_SOURCES)
 	$(GO) build -o $@ ./cmd/kvrouter

@@ -2,6 +2,8 @@ package tests
 
 import (
 	"fmt"
+	"os/exec"
+	"path/filepath"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -123,4 +125,32 @@ func TestE2EDataParallelRanks(t *testing.T) {
 	d = r.route("m", tokens(1, 8), nil)
 	assert.Equal(t, "0", d.DPRank.String())
 	assert.Equal(t, "2", d.OverlapBlocks.String())
+}
+
+// A Dynamo-JSON publisher over HTTP (its hashes from Dynamo's own
+// compute_block_hash_for_seq) drives the router without adapter code.
+func TestE2EDynamoJSONPublisherOverHTTP(t *testing.T) {
+	r := startRouter(t, testConfig())
+	r.must(201, "POST", "/v1/workers", obj{"worker_id": 1, "model": "m"}, nil)
+	r.must(201, "POST", "/v1/workers", obj{"worker_id": 2, "model": "m"}, nil)
+	script := filepath.Join(repoRoot(t), "router", "tests", "testdata", "dynamo_json_publisher.py")
+	publish := func(worker, first, n int, lora string) string {
+		args := []string{script, r.url, fmt.Sprint(worker), fmt.Sprint(blockSize), fmt.Sprint(first), fmt.Sprint(n)}
+		if lora != "" {
+			args = append(args, lora)
+		}
+		out, err := exec.Command(venvPython(t), args...).CombinedOutput()
+		require.NoError(t, err, "%s", out)
+		return string(out)
+	}
+	out := publish(2, 300, 24, "")
+	assert.Contains(t, out, `"errors":[]`)
+	publish(1, 300, 24, "adapter-a")
+
+	d := r.route("m", tokens(300, 24), nil)
+	assert.Equal(t, "2", d.WorkerID.String())
+	assert.Equal(t, "6", d.OverlapBlocks.String(), "Dynamo's hashes are kvrouter's")
+	d = r.route("m", tokens(300, 24), obj{"lora_name": "adapter-a"})
+	assert.Equal(t, "1", d.WorkerID.String())
+	assert.Equal(t, "6", d.OverlapBlocks.String(), "LoRA seeds agree too")
 }
