@@ -25,8 +25,13 @@ type Publisher struct {
 	cfg    Config
 	enc    wireEncoder
 	log    *slog.Logger
-	pub    zmq4.Socket
 	replay *replayServer // nil without a replay endpoint
+
+	// pub is the PUB socket. A connecting publisher replaces it when its
+	// peer goes away (see connectLoop), hence the lock.
+	pubMu sync.Mutex
+	pub   zmq4.Socket
+	bound bool
 
 	mu      sync.Mutex
 	pending []Event
@@ -56,18 +61,14 @@ func NewPublisher(cfg Config, log *slog.Logger) (*Publisher, error) {
 		stopLoop:    stopLoop,
 		closeSocket: closeSocket,
 	}
-	bind := bindsEndpoint(cfg.EventsEndpoint)
-	opts := []zmq4.Option{zmq4.WithLogger(discardLogger())}
-	if !bind {
-		// Reconnect after the peer restarts, as libzmq's connect does.
-		opts = append(opts, zmq4.WithDialerMaxRetries(0), zmq4.WithAutomaticReconnect(true))
-	}
-	p.pub = zmq4.NewPub(sockCtx, opts...)
-	if err := p.pub.SetOption(zmq4.OptionHWM, pubHWM); err != nil {
+	p.bound = bindsEndpoint(cfg.EventsEndpoint)
+	pub, err := newPubSocket(sockCtx)
+	if err != nil {
 		cancel()
-		return nil, fmt.Errorf("kv events socket: set HWM: %w", err)
+		return nil, err
 	}
-	if bind {
+	p.pub = pub
+	if p.bound {
 		if err := p.pub.Listen(cfg.EventsEndpoint); err != nil {
 			cancel()
 			_ = p.pub.Close()
@@ -75,12 +76,7 @@ func NewPublisher(cfg Config, log *slog.Logger) (*Publisher, error) {
 		}
 	} else {
 		p.done.Add(1)
-		go func() {
-			defer p.done.Done()
-			if err := dialUntil(ctx, p.pub, cfg.EventsEndpoint); err != nil && ctx.Err() == nil {
-				log.Error("kv events socket: connect failed", "endpoint", cfg.EventsEndpoint, "err", err)
-			}
-		}()
+		go p.connectLoop(ctx, sockCtx)
 	}
 	if cfg.ReplayEndpoint != "" {
 		r, err := newReplayServer(sockCtx, cfg.ReplayEndpoint, cfg.ReplayShape, cfg.Topic, p.buf, log)
@@ -146,7 +142,10 @@ func (p *Publisher) flush() {
 	seqFrame := seqBytes(seq)
 	p.buf.add(bufferedBatch{seq: seq, payload: payload})
 	msg := zmq4.NewMsgFrom([]byte(p.cfg.Topic), seqFrame, payload)
-	if err := p.pub.SendMulti(msg); err != nil {
+	p.pubMu.Lock()
+	err = p.pub.SendMulti(msg)
+	p.pubMu.Unlock()
+	if err != nil {
 		p.log.Warn("kv events: send failed (kept for replay)", "seq", seq, "err", err)
 	}
 }
@@ -159,7 +158,9 @@ func (p *Publisher) Close() error {
 	// The PUB socket sends from its own queue; give it a moment to drain
 	// (vLLM's shutdown waits up to a second for its queue too).
 	time.Sleep(50 * time.Millisecond)
+	p.pubMu.Lock()
 	err := ignoreClosed(p.pub.Close())
+	p.pubMu.Unlock()
 	if p.replay != nil {
 		err = errors.Join(err, ignoreClosed(p.replay.close()))
 	}
@@ -176,25 +177,16 @@ func ignoreClosed(err error) error {
 	return err
 }
 
-// dialUntil connects the socket, retrying until ctx ends: libzmq's connect
-// never gives up, and a router that binds may start after the engine.
-func dialUntil(ctx context.Context, s zmq4.Socket, endpoint string) error {
-	for {
-		err := s.Dial(endpoint)
-		if err == nil || ctx.Err() != nil {
-			return err
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(250 * time.Millisecond):
-		}
-	}
-}
-
 // EventsAddr is the address the PUB socket listens on (nil when it
 // connects): with port 0 or *, the port the system chose.
-func (p *Publisher) EventsAddr() net.Addr { return p.pub.Addr() }
+func (p *Publisher) EventsAddr() net.Addr {
+	if !p.bound {
+		return nil
+	}
+	p.pubMu.Lock()
+	defer p.pubMu.Unlock()
+	return p.pub.Addr()
+}
 
 // ReplayAddr is the replay socket's listening address (nil without one).
 func (p *Publisher) ReplayAddr() net.Addr {
@@ -208,12 +200,19 @@ func (p *Publisher) ReplayAddr() net.Addr {
 // that matches the topic (tests and the demo wait for it: PUB drops what it
 // sends before that).
 func (p *Publisher) Subscribed() bool {
-	t, ok := p.pub.(zmq4.Topics)
+	p.pubMu.Lock()
+	defer p.pubMu.Unlock()
+	return subscribedTo(p.pub, p.cfg.Topic)
+}
+
+// subscribedTo reports whether a peer of s subscribes to topic.
+func subscribedTo(s zmq4.Socket, topic string) bool {
+	t, ok := s.(zmq4.Topics)
 	if !ok {
 		return false
 	}
-	for _, s := range t.Topics() {
-		if strings.HasPrefix(p.cfg.Topic, s) {
+	for _, sub := range t.Topics() {
+		if strings.HasPrefix(topic, sub) {
 			return true
 		}
 	}

@@ -340,3 +340,31 @@ func TestBindsEndpoint(t *testing.T) {
 		assert.Equal(t, tc.bind, bindsEndpoint(tc.ep), tc.ep)
 	}
 }
+
+func TestConnectingPublisherReconnectsAfterTheRouterRestarts(t *testing.T) {
+	listen := func(addr string) zmq4.Socket {
+		sub := zmq4.NewSub(context.Background(), zmq4.WithLogger(discardLogger()))
+		require.NoError(t, sub.Listen(addr))
+		require.NoError(t, sub.SetOption(zmq4.OptionSubscribe, ""))
+		return sub
+	}
+	first := listen("tcp://127.0.0.1:0")
+	addr := first.Addr().String()
+	cfg := publisherConfig(EventFormatMap, HashFormatInt, ReplayShape4)
+	cfg.EventsEndpoint, cfg.ReplayEndpoint = "tcp://"+addr, ""
+	p := startPublisher(t, cfg)
+	require.Eventually(t, p.Subscribed, 5*time.Second, time.Millisecond)
+	p.Emit(Event{Kind: EventAllBlocksCleared})
+	assert.Equal(t, uint64(0), binary.BigEndian.Uint64(recvWithin(t, first, 5*time.Second).Frames[1]))
+
+	require.NoError(t, first.Close()) // the router goes away...
+	require.Eventually(t, func() bool { return !p.Subscribed() }, 5*time.Second, time.Millisecond)
+	p.Emit(Event{Kind: EventAllBlocksCleared}) // seq 1: nobody listens, dropped
+
+	second := listen("tcp://" + addr) // ...and comes back on the same endpoint
+	defer second.Close()
+	require.Eventually(t, p.Subscribed, 10*time.Second, 5*time.Millisecond, "the publisher redials")
+	p.Emit(Event{Kind: EventAllBlocksCleared})
+	assert.Equal(t, uint64(2), binary.BigEndian.Uint64(recvWithin(t, second, 5*time.Second).Frames[1]),
+		"the seq runs on: the router sees the gap and can replay it")
+}
