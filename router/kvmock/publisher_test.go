@@ -324,6 +324,35 @@ func TestPublisherConnectsToABoundSubscriber(t *testing.T) {
 	assert.Equal(t, "AllBlocksCleared", tag)
 }
 
+func TestReplayIgnoresMalformedRequests(t *testing.T) {
+	p := startPublisher(t, publisherConfig(EventFormatMap, HashFormatInt, ReplayShape4))
+	d := zmq4.NewDealer(context.Background(), zmq4.WithLogger(discardLogger()))
+	defer d.Close()
+	require.NoError(t, d.Dial("tcp://"+p.ReplayAddr().String()))
+	for _, bad := range []zmq4.Msg{
+		zmq4.NewMsgFrom([]byte{}, []byte{1, 2, 3}),           // a short seq
+		zmq4.NewMsgFrom([]byte("x"), make([]byte, 8)),        // no empty delimiter
+		zmq4.NewMsgFrom([]byte{}, make([]byte, 8), []byte{}), // one frame too many
+	} {
+		require.NoError(t, d.SendMulti(bad))
+	}
+	// The endpoint still answers a good request...
+	replies := replayAll(t, p, 0)
+	assert.Len(t, replies, 1, "nothing buffered: the end marker alone")
+	// ...and sent the bad ones nothing.
+	got := make(chan zmq4.Msg, 1)
+	go func() {
+		if m, err := d.Recv(); err == nil {
+			got <- m
+		}
+	}()
+	select {
+	case m := <-got:
+		assert.Failf(t, "a malformed request was answered", "%q", m.Frames)
+	case <-time.After(300 * time.Millisecond):
+	}
+}
+
 func TestBindsEndpoint(t *testing.T) {
 	tests := []struct {
 		ep   string

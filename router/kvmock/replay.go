@@ -61,10 +61,21 @@ func (s *replayServer) serve(ctx context.Context) {
 			time.Sleep(10 * time.Millisecond) // never spin on a socket that keeps failing
 			continue
 		}
-		if err := s.answer(msg.Frames); err != nil {
+		if err := s.answerSafely(msg.Frames); err != nil {
 			s.log.Warn("replay request not answered", "err", err)
 		}
 	}
+}
+
+// answerSafely is answer with a panic turned into an error: one odd
+// request must not stop the replay endpoint.
+func (s *replayServer) answerSafely(frames [][]byte) (err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			err = fmt.Errorf("panic answering a replay request: %v", v)
+		}
+	}()
+	return s.answer(frames)
 }
 
 // answer handles one request: [identity, "", start_seq].
