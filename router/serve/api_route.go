@@ -3,6 +3,7 @@ package serve
 import (
 	"errors"
 	"net/http"
+	"strconv"
 	"time"
 
 	"github.com/kvhash/kvhash/core"
@@ -54,14 +55,16 @@ func (s *Server) postRoute(w http.ResponseWriter, r *http.Request) error {
 	}
 	d, err := s.rt.Route(req)
 	if err != nil {
-		s.m.routes.WithLabelValues("error").Inc()
+		s.m.routeErrors.Inc()
 		return routeError(err)
 	}
-	s.m.routes.WithLabelValues("ok").Inc()
+	s.m.routeOK.Inc()
 	s.m.routeOverlap.Observe(float64(d.OverlapBlocks))
 	bp := bufPool.Get().(*[]byte)
 	*bp = appendDecision((*bp)[:0], &d)
-	w.Header().Set("Content-Type", "application/json")
+	h := w.Header()
+	h.Set("Content-Type", "application/json")
+	h.Set("Content-Length", strconv.Itoa(len(*bp))) // one write, not chunks
 	_, _ = w.Write(*bp)
 	bufPool.Put(bp)
 	s.m.routeLatency.Observe(time.Since(start).Seconds())

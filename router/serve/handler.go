@@ -42,7 +42,6 @@ func (s *Server) buildHandler() http.Handler {
 	api("/", func(http.ResponseWriter, *http.Request) error {
 		return notFound("unknown_endpoint", "no such endpoint")
 	})
-	s.mux = mux
 	return s.middleware(mux)
 }
 
@@ -94,8 +93,9 @@ func (s *Server) middleware(next http.Handler) http.Handler {
 					writeError(sw, internalError(fmt.Errorf("internal error: %v", v)))
 				}
 			}
-			_, pattern := s.mux.Handler(r)
-			s.m.httpRequests.WithLabelValues(pattern, strconv.Itoa(sw.status)).Inc()
+			// The mux set the matched pattern on the request ("" when a
+			// panic came before it matched).
+			s.m.httpRequests.WithLabelValues(r.Pattern, strconv.Itoa(sw.status)).Inc()
 		}()
 		next.ServeHTTP(sw, r)
 	})

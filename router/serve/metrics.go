@@ -17,6 +17,8 @@ type metrics struct {
 	routeLatency   prometheus.Histogram
 	routeOverlap   prometheus.Histogram
 	routes         *prometheus.CounterVec
+	routeOK        prometheus.Counter // routes' children, looked up once
+	routeErrors    prometheus.Counter
 	httpRequests   *prometheus.CounterVec
 	panics         prometheus.Counter
 	replayRequests prometheus.Counter
@@ -50,6 +52,7 @@ func newMetrics(s *Server) (*prometheus.Registry, *metrics) {
 			Name: "kvrouter_snapshot_writes_total", Help: "Snapshot writes by result.",
 		}, []string{"result"}),
 	}
+	m.routeOK, m.routeErrors = m.routes.WithLabelValues("ok"), m.routes.WithLabelValues("error")
 	reg.MustRegister(m.routeLatency, m.routeOverlap, m.routes, m.httpRequests, m.panics, m.replayRequests, m.snapshots,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		&fleetCollector{s: s})

@@ -44,7 +44,6 @@ type Server struct {
 	ing    Ingest // nil without ZeroMQ
 	reg    *prometheus.Registry
 	m      *metrics
-	mux    *http.ServeMux
 	routes http.Handler
 
 	// mu serializes registry changes (the indexer's registration and the

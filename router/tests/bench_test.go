@@ -14,6 +14,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -110,9 +111,11 @@ func BenchmarkRouteHTTP(b *testing.B) {
 
 	ix := srv.Indexer()
 	prompts := warmFleet(b, ix, workers, promptBlocks)
+	payloads := streamPayloads(workers, 64) // 128 x 64 batches of 128 blocks: 10 s at 100k blocks/s
+	blocksPerBatch := ingesttest.NewGenerator(ingesttest.DefaultSpec(ingesttest.MapEvents)).BlocksPerBatch()
 	stop := make(chan struct{})
 	var streamed sync.WaitGroup
-	streamed.Go(func() { streamEvents(ix, workers, streamRate, stop) })
+	streamed.Go(func() { streamEvents(ix, payloads, blocksPerBatch, streamRate, stop) })
 
 	bodies := make([][]byte, len(prompts))
 	for i, p := range prompts {
@@ -122,6 +125,7 @@ func BenchmarkRouteHTTP(b *testing.B) {
 	var mu sync.Mutex
 	var lat []time.Duration
 	b.SetParallelism(4) // 4 clients per core
+	cpu0 := processCPU()
 	b.ResetTimer()
 	b.RunParallel(func(pb *testing.PB) {
 		local := make([]time.Duration, 0, 1024)
@@ -147,6 +151,7 @@ func BenchmarkRouteHTTP(b *testing.B) {
 		mu.Unlock()
 	})
 	elapsed := b.Elapsed()
+	cpu := processCPU() - cpu0
 	b.StopTimer()
 	close(stop)
 	streamed.Wait()
@@ -155,6 +160,12 @@ func BenchmarkRouteHTTP(b *testing.B) {
 		b.ReportMetric(float64(len(lat))/elapsed.Seconds(), "routes/s")
 		b.ReportMetric(float64(lat[len(lat)/2].Microseconds()), "p50-µs")
 		b.ReportMetric(float64(lat[len(lat)*99/100].Microseconds()), "p99-µs")
+		// The process's CPU per route (server, HTTP client and the event
+		// stream together): what a route costs whatever else the machine
+		// runs, and so the capacity of this many idle cores.
+		perRoute := cpu.Seconds() / float64(len(lat))
+		b.ReportMetric(perRoute*1e6, "cpu-µs/route")
+		b.ReportMetric(float64(runtime.GOMAXPROCS(0))/perRoute, "routes/s-at-full-cpu")
 	}
 }
 
@@ -187,35 +198,40 @@ func warmFleet(b *testing.B, ix *indexer.Indexer, workers, promptBlocks int) [][
 	return prompts
 }
 
-// streamEvents feeds every worker's stream, round robin, at rate blocks/s
-// until stop: decoded vLLM payloads, applied as the subscribers apply
-// them.
-func streamEvents(ix *indexer.Indexer, workers, rate int, stop <-chan struct{}) {
+// streamPayloads pre-encodes the event stream (so that encoding it, a
+// test cost, stays out of the measured CPU): rounds of one batch per
+// worker, enough for seconds at 100k blocks/s.
+func streamPayloads(workers, rounds int) [][][]byte {
 	spec := ingesttest.DefaultSpec(ingesttest.MapEvents)
 	spec.RemoveEvery = 1 // steady state: as many removes as stores
-	gens := make([]*ingesttest.Generator, workers)
-	for w := range gens {
+	out := make([][][]byte, workers)
+	for w := range out {
 		s := spec
 		s.Seed = uint64(w + 7)
-		gens[w] = ingesttest.NewGenerator(s)
+		out[w] = ingesttest.NewGenerator(s).Payloads(rounds)
 	}
+	return out
+}
+
+// streamEvents feeds every worker's stream, round robin, at rate blocks/s
+// until stop: vLLM payloads decoded and applied as the subscribers do.
+// Past the pre-encoded rounds it starts over (re-stores: still work).
+func streamEvents(ix *indexer.Indexer, payloads [][][]byte, blocksPerBatch, rate int, stop <-chan struct{}) {
+	workers := len(payloads)
 	dec := ingest.NewDecoder()
-	perBatch := gens[0].BlocksPerBatch()
-	interval := time.Duration(float64(time.Second) * float64(perBatch) / float64(rate))
+	interval := time.Duration(float64(time.Second) * float64(blocksPerBatch) / float64(rate))
 	next := time.Now()
-	seqs := make([]uint64, workers)
 	for i := 0; ; i++ {
 		select {
 		case <-stop:
 			return
 		default:
 		}
-		w := i % workers
-		batch, _, err := dec.DecodeBatch("", seqs[w], gens[w].Next())
-		if err == nil {
+		w, round := i%workers, i/workers
+		p := payloads[w][round%len(payloads[w])]
+		if batch, _, err := dec.DecodeBatch("", uint64(round), p); err == nil {
 			ix.HandleBatch(ingest.Source{Model: "m", WorkerID: uint64(w + 1)}, batch)
 		}
-		seqs[w]++
 		next = next.Add(interval)
 		if d := time.Until(next); d > 0 {
 			time.Sleep(d)
@@ -279,6 +295,15 @@ func BenchmarkMemoryPerBlock(b *testing.B) {
 		}
 		runtime.KeepAlive(ix)
 	}
+}
+
+// processCPU is the process's user + system CPU time so far.
+func processCPU() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 func heapInUse() int64 {

@@ -25,6 +25,8 @@ var figures = []figure{
 	{"BenchmarkIngest/map-int", "blocks/s", "ingestion, vLLM map events + int hashes, decode + hash + apply, one core", 1e6, true, ">= 1,000,000 blocks/s"},
 	{"BenchmarkIngest/array-bytes", "blocks/s", "ingestion, vLLM array events + bytes hashes, decode + hash + apply, one core", 1e6, true, ">= 1,000,000 blocks/s"},
 	{"BenchmarkRouteHTTP", "routes/s", "routing over HTTP, 128 workers, events streaming at 100k blocks/s", 20000, true, ">= 20,000 routes/s"},
+	{"BenchmarkRouteHTTP", "cpu-µs/route", "  CPU per route: server + HTTP client + event stream (µs)", 0, false, ""},
+	{"BenchmarkRouteHTTP", "routes/s-at-full-cpu", "  routes/s the machine's cores would serve if kvrouter had them to itself", 20000, true, ">= 20,000 routes/s"},
 	{"BenchmarkRouteHTTP", "p50-µs", "  route latency p50 (µs)", 0, false, ""},
 	{"BenchmarkRouteHTTP", "p99-µs", "  route latency p99 (µs)", 1000, false, "< 1,000 µs"},
 	{"BenchmarkMemoryPerBlock", "heap-B/pair", "memory per indexed (worker, block), Go heap (bytes)", 0, false, ""},
