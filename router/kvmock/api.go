@@ -49,7 +49,19 @@ func NewHandler(e *Engine, health *HealthSwitch, log *slog.Logger) http.Handler 
 	mux.HandleFunc("POST /reset_prefix_cache", a.resetPrefixCache)
 	mux.HandleFunc("GET /kvmock/stats", a.stats)
 	mux.HandleFunc("POST /kvmock/health", a.setHealth)
+	// Everything else: a known path with another method is a 405, as
+	// in vLLM (FastAPI), anything else a 404, both as OpenAI JSON.
+	known := map[string]string{
+		"/v1/completions": "POST", "/v1/chat/completions": "POST", "/tokenize": "POST",
+		"/health": "GET", "/v1/models": "GET", "/metrics": "GET", "/reset_prefix_cache": "POST",
+		"/kvmock/stats": "GET", "/kvmock/health": "POST",
+	}
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		if method, ok := known[r.URL.Path]; ok {
+			w.Header().Set("Allow", method)
+			writeError(w, http.StatusMethodNotAllowed, fmt.Sprintf("%s %s: use %s", r.Method, r.URL.Path, method))
+			return
+		}
 		writeError(w, http.StatusNotFound, fmt.Sprintf("no route %s %s", r.Method, r.URL.Path))
 	})
 	return recoverPanics(mux, log)

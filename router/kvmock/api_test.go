@@ -341,6 +341,18 @@ func TestErrorsAreOpenAIJSON(t *testing.T) {
 	assert.Equal(t, uint64(0), e.State().Stats.Requests, "no bad request reached the engine")
 }
 
+func TestWrongMethodIs405(t *testing.T) {
+	srv, _ := startAPI(t, testConfig())
+	resp, err := http.Get(srv.URL + "/v1/completions")
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	assert.Equal(t, http.StatusMethodNotAllowed, resp.StatusCode)
+	assert.Equal(t, "POST", resp.Header.Get("Allow"))
+	b, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	assert.Contains(t, decodeInto[errorBody](t, b).Error.Message, "use POST")
+}
+
 func TestClientDisconnectFreesTheSlot(t *testing.T) {
 	cfg := testConfig()
 	cfg.MaxRunning = 1
