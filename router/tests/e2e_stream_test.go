@@ -154,3 +154,45 @@ func TestE2EBoundEndpointResolvesWorkersFromTopics(t *testing.T) {
 	})
 	assert.NotEqual(t, "7", d.WorkerID.String())
 }
+
+// Deleting a worker unsubscribes it and drops its blocks; an engine that
+// goes away and comes back is reported, and its new events are indexed.
+func TestE2EDeleteAndReconnect(t *testing.T) {
+	eng := startEngines(t)
+	r := startRouter(t, testConfig())
+	port := freePorts(t, 1)
+	eng.open("e", tcp(port), "", nil)
+	r.must(201, "POST", "/v1/workers", obj{"worker_id": 1, "model": "m", "endpoint": tcp(port)}, nil)
+	eng.waitSub("e")
+	toks := tokens(10, 8)
+	eng.send("e", []obj{stored(hashes(100, 2), nil, toks, nil)}, nil)
+	r.waitRoute("m", toks, nil, "1", 2)
+
+	// The engine process goes away and a new one binds the same port.
+	eng.do(obj{"op": "close", "name": "e"})
+	eng.open("e", tcp(port), "", nil)
+	eng.waitSub("e")
+	fresh := tokens(500, 12)
+	eng.send("e", []obj{stored(hashes(900, 3), nil, fresh, nil)}, nil)
+	r.waitRoute("m", fresh, nil, "1", 3)
+	assert.True(t, r.rank(1, 0).Connected)
+
+	r.must(200, "DELETE", "/v1/workers/1", nil, nil)
+	var e struct {
+		Error struct {
+			Code string `json:"code"`
+		} `json:"error"`
+	}
+	r.must(404, "POST", "/v1/route", obj{"model": "m", "token_ids": fresh}, &e)
+	assert.Equal(t, "model_not_found", e.Error.Code, "the model's last worker left with its index")
+	// Registered again, it starts from nothing; it joins the stream in the
+	// middle (seq 1, not 0), so it is degraded, scored by load only, until
+	// its new events have rebuilt it.
+	r.must(201, "POST", "/v1/workers", obj{"worker_id": 1, "model": "m", "endpoint": tcp(port)}, nil)
+	eng.waitSub("e")
+	assert.Equal(t, "0", r.route("m", fresh, nil).OverlapBlocks.String())
+	eng.send("e", []obj{stored(hashes(950, 2), nil, tokens(70, 8), nil)}, nil)
+	eventually(t, "the mid-stream join", func() bool { return r.rank(1, 0).Blocks == 2 })
+	assert.Equal(t, "degraded", r.rank(1, 0).State)
+	assert.Equal(t, "0", r.route("m", tokens(70, 8), nil).OverlapBlocks.String())
+}
