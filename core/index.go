@@ -149,9 +149,10 @@ type OverlapScores struct {
 
 // FindMatches scores every worker by how many leading blocks of the
 // query (canonical local hashes) it holds, in a row. Workers with score 0
-// are absent. earlyExit is accepted for Dynamo's signature and changes
-// nothing: Dynamo 1.6.1 also counts the last worker left to its full
-// depth (one worker holding 5 query blocks scores 5 either way).
+// are absent. With earlyExit, as in Dynamo 1.6.1, the last worker left is
+// still counted along the query (one worker holding 5 query blocks scores
+// 5), but the walk stops at the first node with several children that it
+// reaches with a single worker left; that worker scores the depth reached.
 func (x *Index) FindMatches(localHashes []uint64, earlyExit bool) OverlapScores {
 	var buf [16]Match
 	matches := x.AppendMatches(buf[:0], localHashes, earlyExit)

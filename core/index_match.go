@@ -56,10 +56,11 @@ type scored struct{ wi, score uint32 }
 // scores the depth reached. Sets of more than three workers intersect as
 // bitsets, smaller ones as lists.
 //
-// earlyExit does not change the answer: Dynamo 1.6.1 reports the full
-// depth of the last worker left, so the walk goes on for it (one
-// membership test a block, the cheapest part of a match).
-func (t *tree) appendMatches(dst []Match, q []uint64, _ bool, sc *matchScratch) []Match {
+// With earlyExit the walk does what Dynamo 1.6.1's does (found with its
+// wheel): once a single worker is left it goes on counting that worker's
+// blocks along the query, and stops only at a node with more than one
+// child, where it scores the depth reached.
+func (t *tree) appendMatches(dst []Match, q []uint64, earlyExit bool, sc *matchScratch) []Match {
 	cur := t.child(rootNode, q[0])
 	if cur == noNode {
 		return dst
@@ -77,6 +78,9 @@ func (t *tree) appendMatches(dst []Match, q []uint64, _ bool, sc *matchScratch) 
 		count = set.n
 	}
 	for int(depth) < len(q) {
+		if earlyExit && count == 1 && t.branches(cur) {
+			break
+		}
 		next := t.child(cur, q[depth])
 		if next == noNode {
 			break
@@ -143,6 +147,12 @@ func (t *tree) appendMatches(dst []Match, q []uint64, _ bool, sc *matchScratch) 
 		}
 	}
 	return t.appendScored(dst, sc)
+}
+
+// branches reports whether node n has more than one child.
+func (t *tree) branches(n uint32) bool {
+	c := t.node(n).firstChild
+	return c != noNode && t.node(c).next != noNode
 }
 
 // appendScored appends the scored workers to dst in Worker order: by

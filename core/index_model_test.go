@@ -196,9 +196,9 @@ func (m *model) removeWorker(id uint64) {
 }
 
 // matches scores each worker by the consecutive query blocks it holds
-// (named or not) from the root; earlyExit changes nothing, as in Dynamo
-// 1.6.1.
-func (m *model) matches(q []uint64, _ bool) []Match {
+// (named or not) from the root; with earlyExit, a walk with one worker
+// left stops at a node with more than one child, as Dynamo 1.6.1's does.
+func (m *model) matches(q []uint64, earlyExit bool) []Match {
 	if len(q) == 0 {
 		return nil
 	}
@@ -215,6 +215,9 @@ func (m *model) matches(q []uint64, _ bool) []Match {
 	}
 	depth := uint32(1)
 	for int(depth) < len(q) {
+		if earlyExit && len(active) == 1 && len(n.children) > 1 {
+			break
+		}
 		next := n.children[q[depth]]
 		if next == nil {
 			break

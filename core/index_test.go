@@ -71,6 +71,48 @@ func TestEarlyExitCountsTheLastWorkerFully(t *testing.T) {
 	assert.Equal(t, map[Worker]uint32{w1: 5, w3: 1}, scoresOf(x, q, true))
 }
 
+// With one worker left, Dynamo's early exit stops at a node with more
+// than one child, scoring the depth reached (cases checked with its wheel).
+func TestEarlyExitStopsAtABranchWithOneWorkerLeft(t *testing.T) {
+	tests := []struct {
+		name        string
+		stores      func(x *Index)
+		q           []uint64
+		early, full map[Worker]uint32
+	}{
+		{"one worker, branch at the first block", func(x *Index) {
+			require.NoError(t, x.ApplyStored(w1, 1, nil, blocksOf(100, 1, 101, 2)))
+			require.NoError(t, x.ApplyStored(w1, 2, u64(100), blocksOf(102, 3)))
+		}, []uint64{1, 2}, map[Worker]uint32{w1: 1}, map[Worker]uint32{w1: 2}},
+		{"one worker, branch at the third block", func(x *Index) {
+			require.NoError(t, x.ApplyStored(w1, 1, nil, blocksOf(100, 1, 101, 2, 102, 3, 103, 4)))
+			require.NoError(t, x.ApplyStored(w1, 2, u64(102), blocksOf(104, 5)))
+		}, []uint64{1, 2, 3, 5}, map[Worker]uint32{w1: 3}, map[Worker]uint32{w1: 4}},
+		{"one worker left where the tree branches", func(x *Index) {
+			require.NoError(t, x.ApplyStored(w1, 1, nil, blocksOf(100, 1, 101, 2, 103, 4)))
+			require.NoError(t, x.ApplyStored(w2, 1, nil, blocksOf(100, 1)))
+			require.NoError(t, x.ApplyStored(w1, 2, u64(101), blocksOf(104, 5)))
+		}, []uint64{1, 2, 4}, map[Worker]uint32{w1: 2, w2: 1}, map[Worker]uint32{w1: 3, w2: 1}},
+		{"two workers through a branch, then one", func(x *Index) {
+			require.NoError(t, x.ApplyStored(w1, 1, nil, blocksOf(100, 1, 101, 2, 102, 3, 103, 4)))
+			require.NoError(t, x.ApplyStored(w2, 1, nil, blocksOf(100, 1, 101, 2)))
+			require.NoError(t, x.ApplyStored(w1, 2, u64(102), blocksOf(104, 5)))
+		}, []uint64{1, 2, 3, 4}, map[Worker]uint32{w1: 3, w2: 2}, map[Worker]uint32{w1: 4, w2: 2}},
+		{"several workers at a branch go on", func(x *Index) {
+			require.NoError(t, x.ApplyStored(w1, 1, nil, blocksOf(100, 1, 101, 2)))
+			require.NoError(t, x.ApplyStored(w2, 1, nil, blocksOf(100, 1, 102, 3)))
+		}, []uint64{1, 2}, map[Worker]uint32{w1: 2, w2: 1}, map[Worker]uint32{w1: 2, w2: 1}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			x := NewIndex(IndexOptions{Mode: ModeWarn})
+			tt.stores(x)
+			assert.Equal(t, tt.early, scoresOf(x, tt.q, true), "early exit")
+			assert.Equal(t, tt.full, scoresOf(x, tt.q, false), "full walk")
+		})
+	}
+}
+
 func TestScoresCountConsecutiveBlocksOnly(t *testing.T) {
 	x := NewIndex(IndexOptions{Mode: ModeWarn})
 	require.NoError(t, x.ApplyStored(w1, 1, nil, blocksOf(100, 10, 110, 11, 120, 12)))

@@ -291,9 +291,9 @@ int32_t kvhash_index_remove_worker(uint64_t h, uint64_t worker_id);
  * (how many leading blocks of the prompt it holds in a row) and
  * tree_sizes[i] (how many blocks it holds in all), sorted by (worker_id,
  * dp_rank). The four arrays each have room for cap entries; *out_len
- * receives the number of entries. early_exit is accepted for Dynamo's
- * signature and changes nothing (Dynamo 1.6.1 also counts the last worker
- * left to its full depth).
+ * receives the number of entries. With early_exit != 0 the last worker
+ * left is still counted along the prompt, but the walk stops at a block
+ * with several children, as Dynamo 1.6.1's does (docs/index.md).
  * Errors: INVALID_ARGUMENT, BUFFER_TOO_SMALL. */
 int32_t kvhash_index_find_matches(uint64_t h, const uint64_t *local_hashes, size_t n,
                                   int32_t early_exit,
