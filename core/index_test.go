@@ -98,6 +98,10 @@ func TestEarlyExitStopsAtABranchWithOneWorkerLeft(t *testing.T) {
 			require.NoError(t, x.ApplyStored(w2, 1, nil, blocksOf(100, 1, 101, 2)))
 			require.NoError(t, x.ApplyStored(w1, 2, u64(102), blocksOf(104, 5)))
 		}, []uint64{1, 2, 3, 4}, map[Worker]uint32{w1: 3, w2: 2}, map[Worker]uint32{w1: 4, w2: 2}},
+		{"a store under B diverging at C: Dynamo's replayed dump says 3", func(x *Index) {
+			require.NoError(t, x.ApplyStored(w1, 1, nil, blocksOf(100, 1, 101, 2, 102, 3, 103, 4)))
+			require.NoError(t, x.ApplyStored(w1, 2, u64(101), blocksOf(102, 3, 105, 6)))
+		}, []uint64{1, 2, 3, 4}, map[Worker]uint32{w1: 3}, map[Worker]uint32{w1: 4}},
 		{"several workers at a branch go on", func(x *Index) {
 			require.NoError(t, x.ApplyStored(w1, 1, nil, blocksOf(100, 1, 101, 2)))
 			require.NoError(t, x.ApplyStored(w2, 1, nil, blocksOf(100, 1, 102, 3)))
