@@ -327,18 +327,28 @@ func eventually(t *testing.T, what string, cond func() bool) {
 	}
 }
 
-// waitRoute waits until the prompt routes to worker with overlap blocks.
+// waitRoute waits until the prompt routes to worker with overlap blocks
+// (answers other than 200, such as the 404 of a model whose first worker
+// has not been seen yet, count as not yet).
 func (r *router) waitRoute(model string, toks []uint32, extra obj, worker string, overlap int) {
 	r.t.Helper()
-	var last decision
+	body := obj{"model": model, "token_ids": toks}
+	for k, v := range extra {
+		body[k] = v
+	}
+	var last json.RawMessage
 	deadline := time.Now().Add(15 * time.Second)
 	for {
-		last = r.route(model, toks, extra)
-		if last.WorkerID.String() == worker && last.OverlapBlocks.String() == fmt.Sprint(overlap) {
-			return
+		var d decision
+		if code := call(r.t, r.url, "POST", "/v1/route", body, &last); code == 200 {
+			require.NoError(r.t, json.Unmarshal(last, &d))
+			r.must(200, "DELETE", "/v1/requests/"+d.RequestID, nil, nil)
+			if d.WorkerID.String() == worker && d.OverlapBlocks.String() == fmt.Sprint(overlap) {
+				return
+			}
 		}
 		if time.Now().After(deadline) {
-			r.t.Fatalf("prompt never routed to worker %s with %d blocks; last %+v", worker, overlap, last)
+			r.t.Fatalf("prompt never routed to worker %s with %d blocks; last answer %s", worker, overlap, last)
 		}
 		time.Sleep(20 * time.Millisecond)
 	}

@@ -189,10 +189,14 @@ func TestE2EDeleteAndReconnect(t *testing.T) {
 	// middle (seq 1, not 0), so it is degraded, scored by load only, until
 	// its new events have rebuilt it.
 	r.must(201, "POST", "/v1/workers", obj{"worker_id": 1, "model": "m", "endpoint": tcp(port)}, nil)
-	eng.waitSub("e")
 	assert.Equal(t, "0", r.route("m", fresh, nil).OverlapBlocks.String())
-	eng.send("e", []obj{stored(hashes(950, 2), nil, tokens(70, 8), nil)}, nil)
-	eventually(t, "the mid-stream join", func() bool { return r.rank(1, 0).Blocks == 2 })
+	// (The publisher's XPUB saw the old subscription leave first, so its
+	// wait_sub cannot tell when the new one arrives: send until it lands.)
+	eventually(t, "the re-registered stream", func() bool {
+		eng.send("e", []obj{stored(hashes(950, 2), nil, tokens(70, 8), nil)}, nil)
+		time.Sleep(50 * time.Millisecond)
+		return r.rank(1, 0).Blocks == 2
+	})
 	assert.Equal(t, "degraded", r.rank(1, 0).State)
 	assert.Equal(t, "0", r.route("m", tokens(70, 8), nil).OverlapBlocks.String())
 }
