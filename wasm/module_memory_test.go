@@ -3,8 +3,10 @@ package main
 import (
 	"context"
 	"encoding/binary"
+	"fmt"
 	"os"
 	"strconv"
+	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -15,20 +17,37 @@ import (
 	"github.com/kvhash/kvhash/internal/abi"
 )
 
+var capped struct {
+	once     sync.Once
+	runtime  wazero.Runtime
+	compiled wazero.CompiledModule
+	err      error
+}
+
 // cappedInstance runs the module in a runtime whose linear memory cannot
-// grow past limit bytes, with the module told so: if the budget let the Go
-// heap run into the cap, the runtime would abort and the call trap.
-func cappedInstance(t *testing.T, limit uint64) *instance {
+// grow past minMemoryLimit bytes, with the module told so: if the budget
+// let the Go heap run into the cap, the runtime would abort and the call
+// trap. The runtime and its compiled module are shared (compiling takes
+// seconds under the race detector).
+func cappedInstance(t *testing.T) *instance {
 	t.Helper()
-	bin, err := os.ReadFile(wasmPath())
-	require.NoError(t, err, "build it with `make build/kvhash.wasm`")
 	ctx := context.Background()
-	rt := wazero.NewRuntimeWithConfig(ctx, wazero.NewRuntimeConfigInterpreter().WithMemoryLimitPages(uint32(limit>>16)))
-	t.Cleanup(func() { rt.Close(ctx) })
-	wasi_snapshot_preview1.MustInstantiate(ctx, rt)
-	mod, err := rt.InstantiateWithConfig(ctx, bin, wazero.NewModuleConfig().WithName("").WithStartFunctions().
-		WithEnv(MemoryLimitEnv, strconv.FormatUint(limit, 10)))
+	capped.once.Do(func() {
+		bin, err := os.ReadFile(wasmPath())
+		if err != nil {
+			capped.err = fmt.Errorf("%w (build it with `make build/kvhash.wasm`)", err)
+			return
+		}
+		capped.runtime = wazero.NewRuntimeWithConfig(ctx,
+			wazero.NewRuntimeConfigInterpreter().WithMemoryLimitPages(minMemoryLimit>>16))
+		wasi_snapshot_preview1.MustInstantiate(ctx, capped.runtime)
+		capped.compiled, capped.err = capped.runtime.CompileModule(ctx, bin)
+	})
+	require.NoError(t, capped.err)
+	mod, err := capped.runtime.InstantiateModule(ctx, capped.compiled, wazero.NewModuleConfig().WithName("").
+		WithStartFunctions().WithEnv(MemoryLimitEnv, strconv.Itoa(minMemoryLimit)))
 	require.NoError(t, err)
+	t.Cleanup(func() { mod.Close(ctx) })
 	in := &instance{t: t, ctx: ctx, mod: mod}
 	in.call("_initialize")
 	return in
@@ -46,8 +65,8 @@ func (in *instance) newIndex() (uint64, abi.Status) {
 // the instance keeps hashing and serving its indexes, and freeing makes
 // room again (issue 10, item 1).
 func TestModuleMemoryExhaustionIsAStatus(t *testing.T) {
-	const limit = 128 << 20
-	in := cappedInstance(t, limit)
+	const limit = minMemoryLimit
+	in := cappedInstance(t)
 	idx, st := in.newIndex()
 	require.Equal(t, abi.StatusOK, st)
 	// A full module cannot allocate the buffer lastError would: one made
@@ -112,14 +131,14 @@ func TestModuleMemoryExhaustionIsAStatus(t *testing.T) {
 	assert.Equal(t, abi.StatusOK, stored(8, maxBlocks), lastError())
 }
 
-// Many live indexes cost little each: 2,000 fit in a module of 128 MiB
-// (issue 10, item 1: each used to take a 229 KB page, 458 MB in all).
+// Many live indexes cost little each: 500 fit in a module of 64 MiB
+// (issue 10, item 1: each used to take a 229 KB page, 115 MB in all).
 // The bindings' tests create 40,000 through a compiling runtime; the
 // interpreter these tests use takes a millisecond an index.
 func TestModuleManyEmptyIndexes(t *testing.T) {
-	in := cappedInstance(t, 128<<20)
+	in := cappedInstance(t)
 	out := in.alloc(8)
-	for i := range 2_000 {
+	for i := range 500 {
 		st := in.status("kvhash_index_new", 1, out)
 		require.Equal(t, abi.StatusOK, st, "index %d: %s", i, in.lastError())
 	}
