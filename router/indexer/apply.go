@@ -15,6 +15,9 @@ type applier struct {
 	// replay: a quarantine wants the stream replayed. It is asked for
 	// once the rank's mutex is released: the requester may call back.
 	replay *ingest.Source
+	// verdictChanged: a rank's engine-hash verdict changed; the model's
+	// agreement is checked once the mutex is released.
+	verdictChanged bool
 }
 
 func (a *applier) engineEvent(ev *ingest.Event) {
@@ -50,6 +53,7 @@ func (a *applier) removed(ev *ingest.Event) {
 	for _, h := range hashes {
 		delete(r.salts, h)
 	}
+	r.forgetDigests(hashes)
 	if len(hashes) == 0 && len(ev.BlockHashes) > 0 {
 		r.events[KindRemoved][OutcomeSkipped]++
 		return

@@ -62,22 +62,32 @@ const stabilityFix = "use one --block-size on every engine and the router, one P
 // quarantine clears a rank whose hashes proved unstable and asks its
 // engine to replay.
 func (a *applier) quarantine(se *core.StabilityError, err error) {
+	reason := fmt.Sprintf("unstable engine hashes: %s (event %d, hash %d)", se.Kind, se.EventID, se.Hash)
+	a.quarantineFor(reason, stabilityFix, "error", err.Error())
+}
+
+// quarantineFor quarantines the rank for reason (a core violation or an
+// unstable engine-hash verdict), logging the fix.
+func (a *applier) quarantineFor(reason, fix string, attrs ...any) {
 	r := a.r
 	now := a.x.now()
 	a.w.index.ClearWorker(r.w)
 	r.forgetLocked()
 	r.quarantines++
-	reason := fmt.Sprintf("unstable engine hashes: %s (event %d, hash %d)", se.Kind, se.EventID, se.Hash)
 	r.setStateLocked(StateQuarantined, reason, now)
+	attrs = append([]any{"worker_id", r.w.ID, "dp_rank", r.w.DPRank, "model", a.w.key.Model,
+		"settle", a.x.opts.QuarantineSettle.String()}, attrs...)
 	a.x.opts.Logger.Error("kvrouter: worker quarantined: "+reason+
 		"; its blocks were cleared and it is scored by load only until its events apply cleanly",
-		"worker_id", r.w.ID, "dp_rank", r.w.DPRank, "model", a.w.key.Model,
-		"settle", a.x.opts.QuarantineSettle.String(), "error", err.Error(), "fix", stabilityFix)
+		append(attrs, "fix", fix)...)
 	if a.src != nil && a.x.opts.Replay != nil {
 		src := *a.src
 		a.replay = &src
 	}
 }
+
+// enforcing reports whether stability problems quarantine.
+func (x *Indexer) enforcing() bool { return x.opts.Mode == core.ModeEnforce }
 
 // requestReplay asks the stream of a quarantined rank for everything its
 // engine still buffers. Called without locks held.

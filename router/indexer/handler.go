@@ -25,19 +25,24 @@ func (x *Indexer) HandleBatch(src ingest.Source, b *ingest.Batch) {
 	if r == nil {
 		return
 	}
-	if replay := x.applyBatch(src, w, r, b); replay != nil {
+	replay, verdictChanged := x.applyBatch(src, w, r, b)
+	if replay != nil {
 		x.requestReplay(*replay, r.w)
+	}
+	if verdictChanged {
+		x.checkAgreement(w.key)
 	}
 }
 
 // applyBatch applies a batch with the rank's mutex held and returns the
-// stream to replay, if a quarantine wants one.
-func (x *Indexer) applyBatch(src ingest.Source, w *worker, r *rank, b *ingest.Batch) *ingest.Source {
+// stream to replay, if a quarantine wants one, and whether the rank's
+// engine-hash verdict changed.
+func (x *Indexer) applyBatch(src ingest.Source, w *worker, r *rank, b *ingest.Batch) (*ingest.Source, bool) {
 	now := x.now()
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.gone {
-		return nil
+		return nil, false
 	}
 	if !r.haveSeq && b.Seq > 0 && r.State() == StateLive {
 		// The router joined a running engine's stream (it started after
@@ -61,7 +66,7 @@ func (x *Indexer) applyBatch(src ingest.Source, w *worker, r *rank, b *ingest.Ba
 		a.engineEvent(&b.Events[i])
 	}
 	x.settleLocked(r, now)
-	return a.replay
+	return a.replay, a.verdictChanged
 }
 
 // HandleStream records what happened to a stream: restarts clear the rank,
@@ -110,6 +115,7 @@ func (x *Indexer) HandleStream(src ingest.Source, ev ingest.StreamEvent) {
 		r.haveSeq = false
 		w.index.ClearWorker(r.w)
 		r.forgetLocked()
+		r.vs.restarted()
 		log.Info("kvrouter: engine restarted (seq back to 0); its blocks were cleared")
 		if r.State() == StateDegraded {
 			r.setStateLocked(StateLive, "", now)
@@ -139,7 +145,9 @@ func (x *Indexer) settleLocked(r *rank, now time.Time) {
 				"worker_id", r.w.ID, "dp_rank", r.w.DPRank)
 		}
 	case StateQuarantined:
-		if r.storesSince > 0 && now.Sub(r.cleanSince) >= x.opts.QuarantineSettle {
+		// A rank whose engine ids are unstable stays quarantined until a
+		// root store verifies again (a restart with a fixed seed).
+		if r.vs.verdict != VerdictUnstable && r.storesSince > 0 && now.Sub(r.cleanSince) >= x.opts.QuarantineSettle {
 			r.setStateLocked(StateLive, "", now)
 			x.opts.Logger.Info("kvrouter: worker live again: its events applied without a stability violation",
 				"worker_id", r.w.ID, "dp_rank", r.w.DPRank, "clean_for", x.opts.QuarantineSettle.String())

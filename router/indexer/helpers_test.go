@@ -92,9 +92,11 @@ func newFixture(t *testing.T, mutate func(*Options)) *fixture {
 	return f
 }
 
+// addWorker registers a worker whose engine-hash verification is off:
+// the fixture's engine ids are made up (verify_test.go uses real ones).
 func (f *fixture) addWorker(id uint64, model string, dpSize int) {
 	f.t.Helper()
-	_, err := f.ix.AddWorker(WorkerSpec{WorkerID: id, Model: model, DPSize: dpSize})
+	_, err := f.ix.AddWorker(WorkerSpec{WorkerID: id, Model: model, DPSize: dpSize, EngineHash: "off"})
 	require.NoError(f.t, err)
 }
 

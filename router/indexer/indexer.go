@@ -38,6 +38,13 @@ type Indexer struct {
 	// that a stream's gap or restart clears the rank its blocks are under.
 	streamMu    sync.Mutex
 	streamRanks map[streamKey]uint32
+
+	// checks: the engine-hash verification setup per distinct engine_hash
+	// setting. agreeLogged: per index, the disagreement last logged.
+	checksMu    sync.Mutex
+	checks      map[string]*hashCheck
+	agreeMu     sync.Mutex
+	agreeLogged map[ModelKey]string
 }
 
 type streamKey struct {
@@ -82,8 +89,9 @@ type worker struct {
 	key     ModelKey
 	index   *core.Index
 	healthy atomic.Bool
-	ranks   map[uint32]*rank // guarded by Indexer.mu
-	sorted  []*rank          // the same ranks by rank number; guarded by Indexer.mu
+	check   atomic.Pointer[hashCheck] // its engine_hash's verification
+	ranks   map[uint32]*rank          // guarded by Indexer.mu
+	sorted  []*rank                   // the same ranks by rank number; guarded by Indexer.mu
 }
 
 // addRankLocked adds a rank, keeping sorted in order.
@@ -124,12 +132,23 @@ func (x *Indexer) AddWorker(spec WorkerSpec) (bool, error) {
 		spec.DPSize = 1
 	}
 	key := ModelKey{Model: spec.Model, Tenant: spec.Tenant}
+	setting, err := ParseEngineHash(spec.EngineHash)
+	if err != nil {
+		return false, fmt.Errorf("%w: worker %d: %w", ErrInvalidWorker, spec.WorkerID, err)
+	}
+	hc, err := x.hashCheckFor(setting)
+	if err != nil {
+		return false, fmt.Errorf("%w: worker %d: %w", ErrInvalidWorker, spec.WorkerID, err)
+	}
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	if old, ok := x.workers[spec.WorkerID]; ok {
 		if old.key == key {
 			for r := uint32(spec.DPSize); r < uint32(old.spec.DPSize); r++ {
 				x.removeRankLocked(old, r)
+			}
+			if old.check.Swap(hc) != hc {
+				old.resetVerificationLocked()
 			}
 			old.spec = spec
 			x.ensureRanksLocked(old)
@@ -139,6 +158,7 @@ func (x *Indexer) AddWorker(spec WorkerSpec) (bool, error) {
 	}
 	w := &worker{spec: spec, key: key, index: x.indexLocked(key), ranks: map[uint32]*rank{}}
 	w.healthy.Store(true)
+	w.check.Store(hc)
 	x.ensureRanksLocked(w)
 	x.workers[spec.WorkerID] = w
 	m := x.members[key]
@@ -235,7 +255,7 @@ func (x *Indexer) Worker(id uint64) (WorkerInfo, bool) {
 	if !ok {
 		return WorkerInfo{}, false
 	}
-	return x.info(w, statsByWorker(w.index.Stats())), true
+	return x.info(w, statsByWorker(w.index.Stats()), x.agreementOf(w.key).disagreeing()), true
 }
 
 // Workers returns every worker, sorted by id, with its ranks' state,
@@ -249,6 +269,7 @@ func (x *Indexer) Workers() []WorkerInfo {
 	x.mu.RUnlock()
 	slices.SortFunc(ws, func(a, b *worker) int { return cmp.Compare(a.spec.WorkerID, b.spec.WorkerID) })
 	stats := map[*core.Index]map[core.Worker]core.WorkerStats{}
+	disagree := map[ModelKey]map[core.Worker]bool{}
 	out := make([]WorkerInfo, 0, len(ws))
 	for _, w := range ws {
 		s, ok := stats[w.index]
@@ -256,7 +277,12 @@ func (x *Indexer) Workers() []WorkerInfo {
 			s = statsByWorker(w.index.Stats())
 			stats[w.index] = s
 		}
-		out = append(out, x.info(w, s))
+		d, ok := disagree[w.key]
+		if !ok {
+			d = x.agreementOf(w.key).disagreeing()
+			disagree[w.key] = d
+		}
+		out = append(out, x.info(w, s, d))
 	}
 	return out
 }
@@ -269,7 +295,7 @@ func statsByWorker(s core.Stats) map[core.Worker]core.WorkerStats {
 	return m
 }
 
-func (x *Indexer) info(w *worker, stats map[core.Worker]core.WorkerStats) WorkerInfo {
+func (x *Indexer) info(w *worker, stats map[core.Worker]core.WorkerStats, disagree map[core.Worker]bool) WorkerInfo {
 	x.mu.RLock()
 	spec := w.spec
 	rs := slices.Clone(w.sorted)
@@ -280,6 +306,7 @@ func (x *Indexer) info(w *worker, stats map[core.Worker]core.WorkerStats) Worker
 		if s, ok := stats[r.w]; ok {
 			ri.Blocks, ri.Unstable, ri.Violations = s.Blocks, s.Unstable, s.Violations
 		}
+		ri.EngineHash.Disagrees = disagree[r.w] && ri.EngineHash.Verdict == VerdictVerified
 		info.Ranks = append(info.Ranks, ri)
 	}
 	return info

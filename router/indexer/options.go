@@ -36,6 +36,17 @@ type Options struct {
 	// QuarantineSettle: how long a quarantined rank must apply events
 	// without a violation to become live. Zero: DefaultQuarantineSettle.
 	QuarantineSettle time.Duration
+	// EngineHashSeeds are seeds (engines' PYTHONHASHSEED values) that
+	// `engine_hash: auto` and seedless vLLM schemes try besides vLLM's
+	// fixed default and "0".
+	EngineHashSeeds []string
+	// VerifyFirst root stores of each rank are verified (again after each
+	// engine restart), then one in VerifyEvery. Zero: DefaultVerifyFirst,
+	// DefaultVerifyEvery.
+	VerifyFirst, VerifyEvery int
+	// VerifyChained also verifies chained blocks from their parent's full
+	// digest, kept per held block (about 48 bytes each): opt-in.
+	VerifyChained bool
 	// Replay is asked for a replay when a rank is quarantined; nil: none.
 	// The serve layer wires it to the ingest subscriber.
 	Replay ReplayRequester
@@ -75,6 +86,12 @@ func (o Options) withDefaults() (Options, error) {
 	}
 	if o.QuarantineSettle <= 0 {
 		o.QuarantineSettle = DefaultQuarantineSettle
+	}
+	if o.VerifyFirst <= 0 {
+		o.VerifyFirst = DefaultVerifyFirst
+	}
+	if o.VerifyEvery <= 0 {
+		o.VerifyEvery = DefaultVerifyEvery
 	}
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/kvhash/kvhash/core"
+	"github.com/kvhash/kvhash/router/enginehash"
 )
 
 // rank is one (worker, dp rank)'s state. Its fields below mu are guarded
@@ -48,6 +49,12 @@ type rank struct {
 	// warned: the skip reasons already warned about (one bit each).
 	warned uint32
 
+	// vs is the rank's engine-hash verification (verify.go); verified is
+	// its verified candidate (nil when not verified), readable without mu
+	// for the cross-worker agreement check.
+	vs       verifyState
+	verified atomic.Pointer[enginehash.Candidate]
+
 	// scratch for one store: local hashes and core blocks.
 	local  []uint64
 	blocks []core.StoredBlock
@@ -83,6 +90,7 @@ func (r *rank) setStateLocked(s State, reason string, now time.Time) {
 func (r *rank) forgetLocked() {
 	clear(r.salts)
 	clear(r.skippedHashes)
+	clear(r.vs.digests)
 }
 
 func (r *rank) info() RankInfo {
@@ -106,5 +114,6 @@ func (r *rank) info() RankInfo {
 		Restarts:    r.restarts,
 		Malformed:   r.malformed,
 		Quarantines: r.quarantines,
+		EngineHash:  r.vs.info(),
 	}
 }

@@ -17,6 +17,7 @@ func (a *applier) stored(ev *ingest.Event) {
 		r.events[KindStored][OutcomeApplied]++
 		return
 	}
+	a.verifyStore(ev)
 	keep, reason := a.indexable(ev)
 	salt := ""
 	if keep > 0 {

@@ -17,8 +17,9 @@ type WorkerSpec struct {
 	DPSize         int    `json:"dp_size"` // ranks 0..DPSize-1; 0 is taken as 1
 	Topic          string `json:"topic,omitempty"`
 	BaseURL        string `json:"base_url,omitempty"`
-	// EngineHash names the engine's block-hash scheme ("auto" or ""); it
-	// is carried for the verification that another issue adds.
+	// EngineHash names the engine's block-hash scheme, against which its
+	// root stores are verified: "auto" (or ""), "SCHEME" or "SCHEME:SEED"
+	// (see ParseEngineHash).
 	EngineHash string `json:"engine_hash,omitempty"`
 }
 
@@ -164,6 +165,8 @@ type RankInfo struct {
 	Restarts    uint64
 	Malformed   uint64
 	Quarantines uint64
+	// EngineHash is the verification of the engine's block ids.
+	EngineHash EngineHashInfo
 	// Blocks, Unstable and Violations are core's Stats for this rank.
 	Blocks     uint64
 	Unstable   bool
