@@ -92,6 +92,9 @@ type Worker struct {
 	DPSize         int    `yaml:"dp_size,omitempty"`
 	Topic          string `yaml:"topic,omitempty"`
 	BaseURL        string `yaml:"base_url,omitempty"`
+	// EngineHash: the engine's block-hash scheme its ids are verified
+	// against ("auto" when empty, "off", "SCHEME" or "SCHEME:SEED").
+	EngineHash string `yaml:"engine_hash,omitempty"`
 }
 
 // Defaults.

@@ -82,7 +82,7 @@ func newFlagSet(name string, c *Config, p *Parsed, out io.Writer) *flag.FlagSet 
 	fs.Int64Var(&c.Limits.MaxBodyBytes, "max-body-bytes", c.Limits.MaxBodyBytes, "largest HTTP request body (413 above)")
 	fs.IntVar(&c.Limits.MaxTokens, "max-tokens", c.Limits.MaxTokens, "most token ids in one request (413 above)")
 	fs.DurationVar(&c.ShutdownTimeout, "shutdown-timeout", c.ShutdownTimeout, "graceful drain limit")
-	fs.Var(workerFlag{&c.Workers}, "worker", "register a worker: id=1,model=M,endpoint=tcp://h:5557[,replay_endpoint=...][,dp_size=N][,topic=T][,tenant=T][,base_url=U] (repeatable)")
+	fs.Var(workerFlag{&c.Workers}, "worker", "register a worker: id=1,model=M,endpoint=tcp://h:5557[,replay_endpoint=...][,dp_size=N][,topic=T][,tenant=T][,base_url=U][,engine_hash=H] (repeatable)")
 	return fs
 }
 
@@ -148,6 +148,8 @@ func ParseWorker(s string) (Worker, error) {
 			w.Topic = v
 		case "base_url":
 			w.BaseURL = v
+		case "engine_hash":
+			w.EngineHash = v
 		default:
 			return w, fmt.Errorf("worker %q: unknown key %q", s, k)
 		}

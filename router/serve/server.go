@@ -20,6 +20,7 @@ import (
 	"github.com/kvhash/kvhash/router/config"
 	"github.com/kvhash/kvhash/router/indexer"
 	"github.com/kvhash/kvhash/router/ingest"
+	"github.com/kvhash/kvhash/router/proxy"
 	"github.com/kvhash/kvhash/router/route"
 )
 
@@ -45,6 +46,7 @@ type Server struct {
 	reg    *prometheus.Registry
 	m      *metrics
 	routes http.Handler
+	px     *proxy.Proxy // the OpenAI proxy and dashboard in front of routes
 
 	// mu serializes registry changes (the indexer's registration and the
 	// subscriptions of its ranks move together) and guards endpoints.
@@ -111,6 +113,9 @@ func New(opts Options) (*Server, error) {
 	}
 	s.reg, s.m = newMetrics(s)
 	s.routes = s.buildHandler()
+	if err := s.attachProxy(); err != nil {
+		return nil, err
+	}
 	s.ready.config.Store(true)
 	return s, nil
 }
@@ -148,6 +153,7 @@ func (s *Server) Start() error {
 		spec := indexer.WorkerSpec{
 			WorkerID: w.WorkerID, Model: w.Model, Tenant: w.Tenant, Endpoint: w.Endpoint,
 			ReplayEndpoint: w.ReplayEndpoint, DPSize: w.DPSize, Topic: w.Topic, BaseURL: w.BaseURL,
+			EngineHash: w.EngineHash,
 		}
 		if _, err := s.addWorker(spec); err != nil {
 			s.log.Error("kvrouter: a worker of the config could not be registered", "worker_id", w.WorkerID, "error", err)
@@ -166,6 +172,7 @@ func (s *Server) Start() error {
 		s.log.Info("kvrouter: bound for engines to connect", "endpoint", s.cfg.Bind, "addr", addr.String())
 	}
 	s.ready.subscriptions.Store(true)
+	s.px.Start()
 	s.loops.Add(1)
 	go s.expiryLoop()
 	if s.cfg.Snapshot.Path != "" && s.cfg.Snapshot.Interval > 0 {
@@ -181,6 +188,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	var errs []error
 	s.stopOnce.Do(func() {
 		close(s.stop)
+		_ = s.px.Close()
 		done := make(chan struct{})
 		go func() { s.loops.Wait(); close(done) }()
 		select {

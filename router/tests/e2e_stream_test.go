@@ -113,7 +113,11 @@ func TestE2EEnforceModeQuarantine(t *testing.T) {
 	r := startRouter(t, cfg)
 	port := freePorts(t, 2)
 	eng.open("e", tcp(port), tcp(port+1), nil)
-	r.must(201, "POST", "/v1/workers", obj{"worker_id": 1, "model": "m", "endpoint": tcp(port), "replay_endpoint": tcp(port + 1)}, nil)
+	// The test engine's ids are synthetic, not a real scheme's: verifying
+	// them against vLLM's schemes is switched off; the violation below is
+	// core's own guardrail.
+	r.must(201, "POST", "/v1/workers", obj{"worker_id": 1, "model": "m", "endpoint": tcp(port), "replay_endpoint": tcp(port + 1),
+		"engine_hash": "off"}, nil)
 	eng.waitSub("e")
 	toks := tokens(10, 8)
 	eng.send("e", []obj{stored(hashes(100, 2), nil, toks, nil)}, nil)
