@@ -112,6 +112,11 @@ func New(opts Options) (*Server, error) {
 		}
 	}
 	s.reg, s.m = newMetrics(s)
+	if st, ok := s.ing.(interface{ Stats() *ingest.Stats }); ok {
+		// The wire's own counters (messages, malformed by reason, gaps by
+		// outcome, replays, connects) as kvrouter_ingest_*.
+		s.reg.MustRegister(ingest.NewCollector("kvrouter", st.Stats()))
+	}
 	s.routes = s.buildHandler()
 	if err := s.attachProxy(); err != nil {
 		return nil, err

@@ -101,6 +101,7 @@ func TestE2EMalformedFramesAreSkipped(t *testing.T) {
 	eventually(t, "the malformed count", func() bool { return r.rank(1, 0).Malformed >= 3 })
 	_, body := getText(t, r.url+"/metrics")
 	assert.Contains(t, body, `kvrouter_malformed_messages_total{dp_rank="0",model="m",tenant="",worker_id="1"}`)
+	assert.Contains(t, body, `kvrouter_ingest_malformed_total{reason=`, "the wire's own counters, by reason")
 }
 
 // In enforce mode a worker whose hashes prove unstable is quarantined and
