@@ -81,7 +81,7 @@ func (s *Server) getWorkers(w http.ResponseWriter, _ *http.Request) error {
 	for _, info := range infos {
 		out = append(out, s.workerView(info))
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"workers": out})
+	writeJSON(w, http.StatusOK, map[string]any{"workers": out, "engine_hash_agreement": agreementViews(s.ix.HashAgreements())})
 	return nil
 }
 
@@ -117,6 +117,7 @@ type workerView struct {
 	DPSize         int        `json:"dp_size"`
 	Topic          string     `json:"topic,omitempty"`
 	BaseURL        string     `json:"base_url,omitempty"`
+	EngineHash     string     `json:"engine_hash"` // the configured scheme; each rank's verdict is its engine_hash
 	Healthy        bool       `json:"healthy"`
 	Ranks          []rankView `json:"ranks"`
 }
@@ -144,6 +145,7 @@ type rankView struct {
 	Quarantines    uint64                       `json:"quarantines"`
 	Unstable       bool                         `json:"unstable"`
 	Violations     map[string]uint64            `json:"violations"`
+	EngineHash     engineHashView               `json:"engine_hash"`
 }
 
 func (s *Server) workerView(info indexer.WorkerInfo) workerView {
@@ -152,7 +154,7 @@ func (s *Server) workerView(info indexer.WorkerInfo) workerView {
 	v := workerView{
 		WorkerID: sp.WorkerID, Model: sp.Model, Tenant: sp.Tenant, Endpoint: sp.Endpoint,
 		ReplayEndpoint: sp.ReplayEndpoint, DPSize: max(sp.DPSize, 1), Topic: sp.Topic, BaseURL: sp.BaseURL,
-		Healthy: info.Healthy, Ranks: make([]rankView, 0, len(info.Ranks)),
+		EngineHash: engineHashSetting(sp.EngineHash), Healthy: info.Healthy, Ranks: make([]rankView, 0, len(info.Ranks)),
 	}
 	for _, ri := range info.Ranks {
 		v.Ranks = append(v.Ranks, rankViewOf(ri, streams[ri.Worker.DPRank]))
@@ -165,7 +167,7 @@ func rankViewOf(ri indexer.RankInfo, st rankStream) rankView {
 		DPRank: ri.Worker.DPRank, State: ri.State.String(), Reason: ri.Reason, Since: ri.Since,
 		Endpoint: st.Endpoint, ReplayEndpoint: st.Replay, Connected: ri.Connected, LagSeconds: ri.LagSeconds,
 		Blocks: ri.Blocks, Gaps: ri.Gaps, Replayed: ri.Replayed, Restarts: ri.Restarts, Malformed: ri.Malformed,
-		Quarantines: ri.Quarantines, Unstable: ri.Unstable,
+		Quarantines: ri.Quarantines, Unstable: ri.Unstable, EngineHash: engineHashViewOf(ri.EngineHash),
 		Events:     map[string]map[string]uint64{},
 		Skipped:    map[string]uint64{},
 		Violations: map[string]uint64{},

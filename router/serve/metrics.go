@@ -98,6 +98,9 @@ func (c *fleetCollector) Describe(ch chan<- *prometheus.Desc) {
 		descWorkers, descActive, descExpired} {
 		ch <- d
 	}
+	for _, d := range engineHashDescs {
+		ch <- d
+	}
 }
 
 func (c *fleetCollector) Collect(ch chan<- prometheus.Metric) {
@@ -107,8 +110,10 @@ func (c *fleetCollector) Collect(ch chan<- prometheus.Metric) {
 		for _, ri := range info.Ranks {
 			lv := []string{info.Spec.Model, info.Spec.Tenant, strconv.FormatUint(ri.Worker.ID, 10), strconv.FormatUint(uint64(ri.Worker.DPRank), 10)}
 			collectRank(ch, lv, ri)
+			collectEngineHash(ch, lv, ri.EngineHash)
 		}
 	}
+	collectAgreement(ch, c.s.ix.HashAgreements())
 	for _, sz := range c.s.ix.Sizes() {
 		ch <- prometheus.MustNewConstMetric(descNodes, prometheus.GaugeValue, float64(sz.Nodes), sz.Key.Model, sz.Key.Tenant)
 		ch <- prometheus.MustNewConstMetric(descPairs, prometheus.GaugeValue, float64(sz.Pairs), sz.Key.Model, sz.Key.Tenant)
