@@ -42,6 +42,7 @@ bench-dynamo: $(INDEXSTREAM) $(DYNAMO_BENCH) $(INDEX_STREAMS)/.done
 
 # Through Python: kvhash's Index against ai-dynamo-runtime's RadixTree (the
 # wheel in the venv), on the same streams.
-bench-dynamo-python: $(INDEX_STREAMS)/.done
-	$(PY) python/benchmarks/bench_index_vs_dynamo.py --streams $(INDEX_STREAMS) --runs $(DYNAMO_RUNS) \
+# (Second expansion: the Python fragment that names these is read later.)
+bench-dynamo-python: $(INDEX_STREAMS)/.done $$(BUILD)/libkvhash.so $$(PY_SPEEDUPS) $$(VENV_STAMP)
+	$(PY_ARTEFACT_ENV) PYTHONPATH=python/src $(PY) python/benchmarks/bench_index_vs_dynamo.py --streams $(INDEX_STREAMS) --runs $(DYNAMO_RUNS) \
 	  $(if $(DYNAMO_STREAMS),--only $(DYNAMO_STREAMS))
