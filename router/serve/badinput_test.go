@@ -57,7 +57,9 @@ func TestBadInputGetsAJSONErrorNamingTheProblem(t *testing.T) {
 		{"event malformed", "POST", "/v1/events?worker_id=1", `{"event_id":1,"data":{"stored":{"blocks":[{"block_hash":-1,"tokens_hash":1}]}}}`, 400, "invalid_event", "block_hash"},
 		{"event in array malformed", "POST", "/v1/events?worker_id=1", `[{"event_id":1,"data":"cleared"},{"event_id":2,"data":"bogus"}]`, 400, "invalid_event", "event [1]"},
 		{"events not json", "POST", "/v1/events?worker_id=1", `[{"event_id":1,`, 400, "invalid_json", ""},
-		{"unknown endpoint", "GET", "/v2/nothing", ``, 404, "unknown_endpoint", ""},
+		{"unknown endpoint", "GET", "/v2/nothing", ``, 404, "unknown_endpoint", "/v2/nothing"},
+		{"wrong method", "GET", "/v1/route", ``, 405, "method_not_allowed", "POST"},
+		{"wrong method with a wildcard", "PUT", "/v1/workers/7", ``, 405, "method_not_allowed", "GET"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -37,10 +37,21 @@ func (s *Server) buildHandler() http.Handler {
 	mux.HandleFunc("GET /healthz", s.healthz)
 	mux.HandleFunc("GET /readyz", s.readyz)
 	mux.Handle("GET /metrics", promhttp.HandlerFor(s.reg, promhttp.HandlerOpts{}))
-	// Anything else: a JSON 404 (and 405 for a known path, wrong method:
-	// the mux's own plain-text answers are replaced).
-	api("/", func(http.ResponseWriter, *http.Request) error {
-		return notFound("unknown_endpoint", "no such endpoint")
+	// Anything else: a JSON 404, or 405 for a known path with another
+	// method (the catch-all pattern wins over the mux's plain-text 405).
+	api("/", func(w http.ResponseWriter, r *http.Request) error {
+		for _, m := range []string{http.MethodGet, http.MethodPost, http.MethodDelete} {
+			probe := r.Clone(r.Context())
+			probe.Method = m
+			if _, pattern := mux.Handler(probe); pattern != "/" && m != r.Method {
+				w.Header().Add("Allow", m)
+			}
+		}
+		if allow := w.Header().Values("Allow"); len(allow) > 0 {
+			return &apiError{Status: http.StatusMethodNotAllowed, Type: "invalid_request_error", Code: "method_not_allowed",
+				Message: fmt.Sprintf("%s is not allowed on %s; allowed: %v", r.Method, r.URL.Path, allow)}
+		}
+		return notFound("unknown_endpoint", "no such endpoint: %s %s", r.Method, r.URL.Path)
 	})
 	return s.middleware(mux)
 }
