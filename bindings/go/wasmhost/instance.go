@@ -176,8 +176,9 @@ func (in *instance) reserve(size uint64) (uint32, error) {
 	if size > math.MaxUint32-7 {
 		return 0, fmt.Errorf("%w: the call needs %d bytes of arguments and results, more than a 32-bit module holds", ErrNoMemory, size)
 	}
-	// Doubling amortizes growth, but not past what was asked for when
-	// that would cross 1 GiB, the most a module's buffers may hold.
+	// Doubling amortizes growth, but not past 1 GiB, all a module's
+	// buffers may hold; and if the module refuses the doubled size, the
+	// exact one may still fit.
 	grown := max(size, 4096)
 	if double := 2 * uint64(in.scratchCap); double > grown && double <= 1<<30 {
 		grown = double
@@ -189,11 +190,14 @@ func (in *instance) reserve(size uint64) (uint32, error) {
 		}
 		in.scratch, in.scratchCap = 0, 0
 	}
-	r, err := in.call(in.fn.alloc, uint64(grown))
+	ptr, err := in.alloc(grown)
+	if exact := (size + 7) &^ 7; err == nil && ptr == 0 && exact < grown {
+		grown = exact
+		ptr, err = in.alloc(exact)
+	}
 	if err != nil {
 		return 0, err
 	}
-	ptr := uint32(r)
 	if ptr == 0 {
 		// kvhash_alloc fails only when the request does not fit the
 		// module's memory (or on a bug, which its message says).
@@ -202,6 +206,12 @@ func (in *instance) reserve(size uint64) (uint32, error) {
 	}
 	in.scratch, in.scratchCap = ptr, uint32(grown)
 	return ptr, nil
+}
+
+// alloc calls kvhash_alloc: 0 means the module refused.
+func (in *instance) alloc(size uint64) (uint32, error) {
+	r, err := in.call(in.fn.alloc, size)
+	return uint32(r), err
 }
 
 // layout places buffers in the scratch allocation, each 8-byte aligned

@@ -348,7 +348,8 @@ export class KvHashModule {
         Status.NO_MEMORY, 'kvhash_alloc');
     }
     // Doubling amortizes growth, but not past 1 GiB, all a module's
-    // buffers may hold: a large call asks for what it needs.
+    // buffers may hold; and if the module refuses the doubled size, the
+    // exact one may still fit.
     let grown = Math.max(size, 4096);
     if (2 * this.#scratchCap > grown && 2 * this.#scratchCap <= MAX_BUFFERS) grown = 2 * this.#scratchCap;
     grown = Math.ceil(grown / 8) * 8;
@@ -357,7 +358,12 @@ export class KvHashModule {
       this.#scratch = 0;
       this.#scratchCap = 0;
     }
-    const ptr = this.#call('kvhash_alloc', grown) >>> 0;
+    let ptr = this.#call('kvhash_alloc', grown) >>> 0;
+    const exact = Math.ceil(size / 8) * 8;
+    if (ptr === 0 && exact < grown) {
+      grown = exact;
+      ptr = this.#call('kvhash_alloc', grown) >>> 0;
+    }
     if (ptr === 0) {
       // kvhash_alloc fails only for a request the module's memory cannot
       // take; its message says how much it holds.

@@ -68,3 +68,14 @@ test('memoryLimit is checked', () => {
   assert.throws(() => loadSync({ wasmPath: modulePath(), memoryLimit: -1 }), /memoryLimit must be a positive integer/);
   assert.throws(() => loadSync({ wasmPath: modulePath(), memoryLimt: 1 }), /unknown key 'memoryLimt'/);
 });
+
+test('a large call after a smaller one fits when only the exact size does', () => {
+  // 128 MiB: 80 MiB of heap. 10M tokens (40 MB plus 5 MB of hashes), then
+  // 12M tokens (48 MB plus twice 6 MB): doubling the first scratch buffer
+  // would ask for 90 MB, more than the module may hold; the exact size fits.
+  const kv = loadSync({ wasmPath: modulePath(), memoryLimit: 128 * 2 ** 20 });
+  assert.equal(kv.blockHashes(new Uint32Array(10_000_000), 16).length, 625_000);
+  const both = kv.blockAndSequenceHashes(new Uint32Array(12_000_000), 16);
+  assert.equal(both.blockHashes.length, 750_000);
+  assert.equal(both.sequenceHashes.length, 750_000);
+});
