@@ -189,7 +189,9 @@ func (f *firstStore) HandleBatch(src ingest.Source, b *ingest.Batch) {
 	}
 }
 
-func (f *firstStore) HandleStream(src ingest.Source, ev ingest.StreamEvent) { f.ix.HandleStream(src, ev) }
+func (f *firstStore) HandleStream(src ingest.Source, ev ingest.StreamEvent) {
+	f.ix.HandleStream(src, ev)
+}
 
 func (f *firstStore) verdict() indexer.Verdict {
 	f.mu.Lock()
