@@ -26,6 +26,7 @@ $(KVROUTER): $(GO_SOURCES)
 bench-router:
 	@{ $(GO) test -run '^$$' -bench '^BenchmarkIngest$$' -benchtime 1s -cpu 1 -count 1 ./router/tests && \
 	   $(GO) test -run '^$$' -bench '^BenchmarkRouteHTTP$$' -benchtime 5s -count 1 ./router/tests && \
+	   $(GO) test -run '^$$' -bench '^BenchmarkRouteHandler$$' -benchtime 2s -cpu 1 -count 1 ./router/tests && \
 	   $(GO) test -run '^$$' -bench '^BenchmarkMemoryPerBlock$$' -benchtime 3x -count 1 ./router/tests; } \
 	  | $(GO) run ./router/tests/benchfig
 

@@ -169,6 +169,63 @@ func BenchmarkRouteHTTP(b *testing.B) {
 	}
 }
 
+// BenchmarkRouteHandler is the server's own work per route, without the
+// network: POST /v1/route through the HTTP handler (decode, score 128
+// workers, record the load, encode the decision) on one goroutine, in
+// CPU time per route.
+func BenchmarkRouteHandler(b *testing.B) {
+	const workers, promptBlocks = 128, 32
+	cfg := config.Default()
+	cfg.BlockSize = benchBlockSize
+	cfg.Index.StabilityMode = "warn"
+	cfg.Routing.RequestTTL = 2 * time.Second
+	srv, err := serve.New(serve.Options{Config: cfg})
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := srv.Start(); err != nil {
+		b.Fatal(err)
+	}
+	defer func() { _ = srv.Shutdown(context.Background()) }()
+	prompts := warmFleet(b, srv.Indexer(), workers, promptBlocks)
+	bodies := make([][]byte, len(prompts))
+	for i, p := range prompts {
+		bodies[i], _ = json.Marshal(map[string]any{"model": "m", "token_ids": p})
+	}
+	h := srv.Handler()
+	rec := &discardWriter{header: http.Header{}}
+	cpu0 := processCPU()
+	b.ResetTimer()
+	for i := range b.N {
+		req, _ := http.NewRequestWithContext(context.Background(), "POST", "/v1/route", bytes.NewReader(bodies[i%len(bodies)]))
+		req.ContentLength = int64(len(bodies[i%len(bodies)]))
+		rec.status = 0
+		h.ServeHTTP(rec, req)
+		if rec.status != 200 {
+			b.Fatalf("route: %d", rec.status)
+		}
+	}
+	b.StopTimer()
+	b.ReportMetric(float64((processCPU()-cpu0).Microseconds())/float64(b.N), "cpu-µs/route")
+}
+
+// discardWriter is an http.ResponseWriter that keeps only the status.
+type discardWriter struct {
+	header http.Header
+	status int
+}
+
+func (w *discardWriter) Header() http.Header { return w.header }
+
+func (w *discardWriter) WriteHeader(code int) { w.status = code }
+
+func (w *discardWriter) Write(p []byte) (int, error) {
+	if w.status == 0 {
+		w.status = 200
+	}
+	return len(p), nil
+}
+
 // warmFleet gives each worker a cached 512-token prompt sharing a
 // 256-token system prefix, and returns prompts that hit them.
 func warmFleet(b *testing.B, ix *indexer.Indexer, workers, promptBlocks int) [][]uint32 {

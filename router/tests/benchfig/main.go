@@ -29,6 +29,7 @@ var figures = []figure{
 	{"BenchmarkRouteHTTP", "routes/s-at-full-cpu", "  routes/s the machine's cores would serve if kvrouter had them to itself", 20000, true, ">= 20,000 routes/s"},
 	{"BenchmarkRouteHTTP", "p50-µs", "  route latency p50 (µs)", 0, false, ""},
 	{"BenchmarkRouteHTTP", "p99-µs", "  route latency p99 (µs)", 1000, false, "< 1,000 µs"},
+	{"BenchmarkRouteHandler", "cpu-µs/route", "routing, the server's own CPU per route (no network, one goroutine, 128 workers)", 0, false, ""},
 	{"BenchmarkMemoryPerBlock", "heap-B/pair", "memory per indexed (worker, block), Go heap (bytes)", 0, false, ""},
 	{"BenchmarkMemoryPerBlock", "rss-B/pair", "memory per indexed (worker, block), resident set (bytes)", 0, false, ""},
 }
