@@ -34,6 +34,9 @@ func main() {
 // run is the whole program: exit 0 on a clean shutdown, 2 on a bad
 // command line or config, 1 when serving failed.
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	if len(args) > 0 && args[0] == "doctor" {
+		return runDoctor(ctx, args[1:], stdout, stderr)
+	}
 	p, err := config.Parse("kvrouter", args, stderr)
 	if errors.Is(err, flag.ErrHelp) {
 		return 0

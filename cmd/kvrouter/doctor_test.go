@@ -1,0 +1,118 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"log/slog"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/kvhash/kvhash/router/kvmock"
+)
+
+// doctorEngine runs kvmock in-process on loopback, sending it a fresh
+// prompt every few milliseconds until the test ends; send false publishes
+// nothing.
+func doctorEngine(t *testing.T, algo, seed string, unstable, send bool) string {
+	t.Helper()
+	cfg := kvmock.DefaultConfig()
+	cfg.NumBlocks, cfg.BlockSize, cfg.VocabSize, cfg.MaxModelLen, cfg.Speedup = 256, 16, 1000, 256, 1000
+	cfg.HashAlgo, cfg.HashSeed, cfg.Unstable = algo, seed, unstable
+	cfg.EventsEndpoint, cfg.StepInterval = "tcp://127.0.0.1:*", time.Millisecond
+	s, err := kvmock.NewServer(cfg, slog.New(slog.DiscardHandler))
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	if send {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; ctx.Err() == nil; i++ {
+				prompt := make([]uint32, 16)
+				for j := range prompt {
+					prompt[j] = uint32((i*16 + j) % 1000)
+				}
+				_, _ = s.Engine.Generate(ctx, kvmock.GenRequest{Prompt: prompt, MaxTokens: 1}, func(kvmock.Token, kvmock.Timings) error { return nil })
+				select {
+				case <-ctx.Done():
+				case <-time.After(10 * time.Millisecond):
+				}
+			}
+		}()
+	}
+	t.Cleanup(func() {
+		cancel()
+		wg.Wait()
+		assert.NoError(t, s.Close())
+	})
+	return "tcp://" + s.Publisher.EventsAddr().String()
+}
+
+func TestDoctorSubcommand(t *testing.T) {
+	cases := []struct {
+		name       string
+		algo, seed string
+		unstable   bool
+		send       bool
+		extra      []string
+		code       int
+		want       []string
+	}{
+		{"verified sha256_cbor default seed", "sha256_cbor", "vllm-none-hash", false, true, nil, 0,
+			[]string{`rank 0: verified under vllm-sha256-cbor seed="vllm-none-hash"`, "verdict: verified"}},
+		{"verified sha256 seed 0 named", "sha256", "0", false, true, []string{"--engine-hash", "sha256:0"}, 0,
+			[]string{`verified under vllm-sha256 seed="0"`}},
+		{"unstable", "sha256_cbor", "vllm-none-hash", true, true, nil, 1,
+			[]string{"rank 0: unstable", "verdict: unstable", "fix: set PYTHONHASHSEED=0", "--prefix-caching-hash-algo sha256_cbor"}},
+		{"nothing seen", "sha256", "0", false, false, []string{"--seconds", "0.3"}, 3,
+			[]string{"verdict: pending", "send the engine a new prompt"}},
+		{"other block size noted", "sha256", "0", false, true, []string{"--block-size", "32"}, 0,
+			[]string{"another size than --block-size"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			ep := doctorEngine(t, tc.algo, tc.seed, tc.unstable, tc.send)
+			var out, errOut bytes.Buffer
+			args := append([]string{"doctor", "--events", ep, "--seconds", "20"}, tc.extra...)
+			code := run(t.Context(), args, &out, &errOut)
+			assert.Equal(t, tc.code, code, "stdout:\n%s\nstderr:\n%s", out.String(), errOut.String())
+			for _, w := range tc.want {
+				assert.Contains(t, out.String(), w)
+			}
+		})
+	}
+}
+
+func TestDoctorJSONAndUsage(t *testing.T) {
+	ep := doctorEngine(t, "sha256", "0", false, true)
+	var out, errOut bytes.Buffer
+	require.Equal(t, 0, run(t.Context(), []string{"doctor", "--events", ep, "--json"}, &out, &errOut), errOut.String())
+	var rep struct {
+		Verdict string `json:"verdict"`
+		Ranks   []struct {
+			Verdict, Scheme, Seed string
+		} `json:"ranks"`
+	}
+	require.NoError(t, json.Unmarshal(out.Bytes(), &rep), out.String())
+	assert.Equal(t, "verified", rep.Verdict)
+	require.NotEmpty(t, rep.Ranks)
+	assert.Equal(t, "vllm-sha256", rep.Ranks[0].Scheme)
+	assert.Equal(t, "0", rep.Ranks[0].Seed)
+
+	for _, args := range [][]string{
+		{"doctor"},
+		{"doctor", "--events", ep, "--seconds", "0"},
+		{"doctor", "--events", ep, "--engine-hash", "md5"},
+		{"doctor", "--events", ep, "extra"},
+		{"doctor", "--bogus"},
+	} {
+		errOut.Reset()
+		assert.Equal(t, 2, run(t.Context(), args, &out, &errOut), "%v", args)
+		assert.NotEmpty(t, errOut.String(), "%v says why", args)
+	}
+}
