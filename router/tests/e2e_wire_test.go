@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os/exec"
 	"path/filepath"
+	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -153,4 +154,51 @@ func TestE2EDynamoJSONPublisherOverHTTP(t *testing.T) {
 	d = r.route("m", tokens(300, 24), obj{"lora_name": "adapter-a"})
 	assert.Equal(t, "1", d.WorkerID.String())
 	assert.Equal(t, "6", d.OverlapBlocks.String(), "LoRA seeds agree too")
+}
+
+// Routes over HTTP while two engines stream over ZeroMQ, under -race:
+// every route answers, and every batch is indexed.
+func TestE2EConcurrentRoutesDuringIngestion(t *testing.T) {
+	eng := startEngines(t)
+	r := startRouter(t, testConfig())
+	base := freePorts(t, 2)
+	for i := range 2 {
+		name := fmt.Sprintf("e%d", i)
+		eng.open(name, tcp(base+i), "", nil)
+		r.must(201, "POST", "/v1/workers", obj{"worker_id": i + 1, "model": "m", "endpoint": tcp(base + i)}, nil)
+		eng.waitSub(name)
+	}
+	const batches = 40
+	done := make(chan struct{})
+	var routes sync.WaitGroup
+	for g := range 4 {
+		routes.Go(func() {
+			for i := 0; ; i++ {
+				select {
+				case <-done:
+					return
+				default:
+				}
+				var d decision
+				code := call(t, r.url, "POST", "/v1/route", obj{"model": "m", "token_ids": tokens(100*(i%batches), 8),
+					"request_id": fmt.Sprintf("g%d-%d", g, i)}, &d)
+				if !assert.Equal(t, 200, code) {
+					return
+				}
+				call(t, r.url, "DELETE", "/v1/requests/"+d.RequestID, nil, nil)
+			}
+		})
+	}
+	for i := range batches {
+		for w := range 2 {
+			eng.send(fmt.Sprintf("e%d", w), []obj{stored(hashes(int64(w)<<32|int64(i)<<8, 2), nil, tokens(100*i, 8), nil)}, nil)
+		}
+	}
+	eventually(t, "every batch", func() bool {
+		return r.rank(1, 0).Blocks == 2*batches && r.rank(2, 0).Blocks == 2*batches
+	})
+	close(done)
+	routes.Wait()
+	d := r.route("m", tokens(100*(batches-1), 8), nil)
+	assert.Equal(t, "2", d.OverlapBlocks.String())
 }
