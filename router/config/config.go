@@ -64,6 +64,13 @@ type Index struct {
 	// DegradedSettle and QuarantineSettle: see the indexer's rank states.
 	DegradedSettle   time.Duration `yaml:"degraded_settle"`
 	QuarantineSettle time.Duration `yaml:"quarantine_settle"`
+	// EngineHashSeeds: seeds (engines' PYTHONHASHSEED values) that the
+	// verification of engine block ids tries besides vLLM's fixed default
+	// and "0" (workers with engine_hash auto or a seedless vLLM scheme).
+	EngineHashSeeds []string `yaml:"engine_hash_seeds,omitempty"`
+	// VerifyChainedHashes also verifies chained blocks from their
+	// parent's full digest, kept per held block (about 48 bytes each).
+	VerifyChainedHashes bool `yaml:"verify_chained_hashes"`
 }
 
 // Routing is Dynamo's cost function's knobs (each overridable per request).

@@ -74,6 +74,8 @@ func newFlagSet(name string, c *Config, p *Parsed, out io.Writer) *flag.FlagSet 
 	fs.StringVar(&c.Index.StabilityMode, "stability-mode", c.Index.StabilityMode, "engine hash stability: warn or enforce (empty: KVHASH_ENFORCE_ENGINE_HASH_STABILITY)")
 	fs.Var(listFlag{&c.Index.Media}, "index-media", "comma-separated media indexed besides GPU (e.g. CPU)")
 	fs.DurationVar(&c.Index.DegradedSettle, "degraded-settle", c.Index.DegradedSettle, "least time a rank stays degraded after a lost gap (0: indexer default)")
+	fs.Var(listFlag{&c.Index.EngineHashSeeds}, "engine-hash-seeds", "comma-separated seeds (engines' PYTHONHASHSEED) that engine block id verification tries besides vLLM's default and 0")
+	fs.BoolVar(&c.Index.VerifyChainedHashes, "verify-chained-hashes", c.Index.VerifyChainedHashes, "also verify chained engine block ids (keeps each block's 32-byte digest)")
 	fs.DurationVar(&c.Index.QuarantineSettle, "quarantine-settle", c.Index.QuarantineSettle, "clean time a quarantined rank needs to be live again (0: indexer default)")
 	fs.Float64Var(&c.Routing.OverlapScoreCredit, "overlap-score-credit", c.Routing.OverlapScoreCredit, "credit per cached block, 0..1")
 	fs.Float64Var(&c.Routing.PrefillLoadScale, "prefill-load-scale", c.Routing.PrefillLoadScale, "weight of prefill load")

@@ -89,6 +89,8 @@ func New(opts Options) (*Server, error) {
 		IndexMedia:       cfg.Index.Media,
 		DegradedSettle:   cfg.Index.DegradedSettle,
 		QuarantineSettle: cfg.Index.QuarantineSettle,
+		EngineHashSeeds:  cfg.Index.EngineHashSeeds,
+		VerifyChained:    cfg.Index.VerifyChainedHashes,
 		// Bound late: the ingest layer is built over the indexer.
 		Replay: indexer.ReplayFunc(s.requestReplay),
 		Logger: log,
