@@ -6,4 +6,5 @@
 - ``common``: rules and value readers that more than one engine uses
 - ``vllm``, ``sglang``, ``trtllm``: the rules of each engine
 - ``cli``: ``python -m kvhash doctor``
+- ``live``: ``python -m kvhash doctor --events``, through the kvrouter binary
 """

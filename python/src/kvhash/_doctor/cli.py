@@ -1,5 +1,7 @@
 """``python -m kvhash doctor [--engine E] [--router-block-size N] [--json] -- CMD...``:
-one line per finding (or a JSON list), exit status 1 when any is an error."""
+one line per finding (or a JSON list), exit status 1 when any is an error.
+``python -m kvhash doctor --events tcp://HOST:PORT ...`` is the live doctor
+(``live``)."""
 
 from __future__ import annotations
 
@@ -21,7 +23,13 @@ def _positive_int(text: str) -> int:
 
 
 def main(args: Sequence[str]) -> int:
-    """Run the doctor on the command line after ``--``; the exit status."""
+    """Run the doctor on the command line after ``--``; the exit status.
+    With ``--events`` (before any ``--``), the live doctor instead."""
+    head = list(args[: list(args).index("--")]) if "--" in args else list(args)
+    if any(a == "--events" or a.startswith("--events=") for a in head):
+        from . import live
+
+        return live.main(args)
     opts: List[str]
     command: List[str]
     if "--" in args:
