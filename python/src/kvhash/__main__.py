@@ -13,6 +13,9 @@ commands:
   doctor [--engine vllm|sglang|trtllm] [--router-block-size N] [--json] -- CMD...
           check an engine command line for settings that break KV-aware routing
           (python -m kvhash doctor --help for details)
+  doctor --events tcp://HOST:PORT [--seconds 5] [--engine-hash auto|SCHEME[:SEED]]
+          subscribe to a running engine's KV events and report whether its block
+          ids are deterministic (runs the kvrouter binary; docs/guides/engine-doctor.md)
   version print the kvhash version, hashing spec version, backend and whether
           the list-conversion extension is in use
 
