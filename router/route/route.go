@@ -99,6 +99,7 @@ type Router struct {
 	load     loadTable
 	expired  uint64
 	scratchW []float64
+	remote   remoteState // replicas' load sync (remote.go)
 }
 
 // New returns a Router over an Indexer.
@@ -195,6 +196,8 @@ func (r *Router) Route(req Request) (Decision, error) {
 	chosen := out[pick]
 	newTokens := max(0, len(req.TokenIDs)-int(chosen.OverlapBlocks)*blockSize)
 	r.load.add(id, core.Worker{ID: chosen.WorkerID, DPRank: chosen.DPRank}, uint64(newTokens), seq, r.now())
+	r.notifyLocked(LoadEvent{Op: LoadRouted, RequestID: id, Worker: core.Worker{ID: chosen.WorkerID, DPRank: chosen.DPRank},
+		PrefillTokens: uint64(newTokens), Blocks: seq})
 
 	slices.SortFunc(out, func(a, b Candidate) int {
 		if c := cmp.Compare(a.Cost, b.Cost); c != 0 {
@@ -217,7 +220,11 @@ func (r *Router) Route(req Request) (Decision, error) {
 func (r *Router) PrefillDone(id string) bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return r.load.prefillDone(id)
+	ok := r.load.prefillDone(id)
+	if ok {
+		r.notifyLocked(LoadEvent{Op: LoadPrefillDone, RequestID: id})
+	}
+	return ok
 }
 
 // Free ends a request: its load is gone. It reports whether the request
@@ -225,7 +232,11 @@ func (r *Router) PrefillDone(id string) bool {
 func (r *Router) Free(id string) bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return r.load.free(id)
+	ok := r.load.free(id)
+	if ok {
+		r.notifyLocked(LoadEvent{Op: LoadFreed, RequestID: id})
+	}
+	return ok
 }
 
 // Expire ends the requests older than the TTL now and returns how many.

@@ -1,0 +1,236 @@
+package eventplane
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/kvhash/kvhash/router/ingest"
+)
+
+// lease is one engine this replica was asked to subscribe to, and
+// whether it holds the engine's lease (and so ingests it).
+type lease struct {
+	sub ingest.Subscription
+
+	// mu serializes this engine's subscribe and unsubscribe (the lease
+	// loop's and the server's); the fields below are guarded by it.
+	mu         sync.Mutex
+	removed    bool
+	rev        uint64    // the lease key's revision we wrote last
+	renewedAt  time.Time // the last successful write
+	target     uint64    // the stream sequence to apply before ingesting
+	subscribed bool
+
+	held atomic.Bool // read by the publisher without mu
+}
+
+// Subscribe asks for an engine: the replica ingests it while it holds
+// the engine's lease (now, or when its holder dies). The Sources are
+// those the engine's ranks will have, whichever replica ingests them.
+func (p *Plane) Subscribe(sub ingest.Subscription) ([]ingest.Source, error) {
+	srcs := make([]ingest.Source, 0, max(sub.DPSize, 1))
+	for r := range uint32(max(sub.DPSize, 1)) {
+		ep, err := ingest.RankEndpoint(sub.Endpoint, r)
+		if err != nil {
+			return nil, fmt.Errorf("eventplane: subscribe worker %d: %w", sub.WorkerID, err)
+		}
+		srcs = append(srcs, ingest.Source{Model: sub.Model, WorkerID: sub.WorkerID, DPRank: r, Endpoint: ep, Topic: sub.Topic})
+	}
+	p.leaseMu.Lock()
+	if _, dup := p.leases[sub.WorkerID]; dup {
+		p.leaseMu.Unlock()
+		return nil, fmt.Errorf("eventplane: worker %d is already subscribed", sub.WorkerID)
+	}
+	l := &lease{sub: sub}
+	p.leases[sub.WorkerID] = l
+	p.leaseMu.Unlock()
+	p.tend(l) // take it now if it is free, rather than a tick later
+	return srcs, nil
+}
+
+// Unsubscribe gives an engine up: its subscription stops and its lease,
+// if held, is released for another replica. It returns the ranks stopped.
+func (p *Plane) Unsubscribe(model string, workerID uint64) int {
+	p.leaseMu.Lock()
+	l := p.leases[workerID]
+	delete(p.leases, workerID)
+	p.leaseMu.Unlock()
+	if l == nil {
+		return 0
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.removed = true
+	n := 0
+	if l.held.Load() {
+		n = p.dropLocked(l, "unsubscribed")
+		ctx, cancel := context.WithTimeout(p.ctx, 2*time.Second)
+		_ = p.kv.Delete(ctx, leaseKey(workerID), jetstream.LastRevision(l.rev))
+		cancel()
+	}
+	return n
+}
+
+// RequestReplay asks the engine for batches again, when this replica
+// ingests it (the indexer's quarantine). Batches already applied come
+// back with seqs the stream has seen: they are skipped as duplicates.
+func (p *Plane) RequestReplay(src ingest.Source, from uint64) error {
+	if !p.holds(src.WorkerID) {
+		return fmt.Errorf("eventplane: worker %d is ingested by another replica", src.WorkerID)
+	}
+	return p.sub.RequestReplay(src, from)
+}
+
+// holds reports whether this replica holds the engine's lease.
+func (p *Plane) holds(worker uint64) bool {
+	p.leaseMu.Lock()
+	l := p.leases[worker]
+	p.leaseMu.Unlock()
+	return l != nil && l.held.Load()
+}
+
+// Holding lists the workers whose engines this replica ingests.
+func (p *Plane) Holding() []uint64 {
+	var out []uint64
+	for _, l := range p.leaseList() {
+		if l.held.Load() {
+			out = append(out, l.sub.WorkerID)
+		}
+	}
+	return out
+}
+
+func (p *Plane) leaseList() []*lease {
+	p.leaseMu.Lock()
+	defer p.leaseMu.Unlock()
+	out := make([]*lease, 0, len(p.leases))
+	for _, l := range p.leases {
+		out = append(out, l)
+	}
+	return out
+}
+
+// leaseLoop renews the leases held and tries to take the others, three
+// times per TTL.
+func (p *Plane) leaseLoop() {
+	t := time.NewTicker(p.opts.LeaseTTL / 3)
+	defer t.Stop()
+	for {
+		select {
+		case <-p.ctx.Done():
+			return
+		case <-t.C:
+		}
+		for _, l := range p.leaseList() {
+			p.tend(l)
+		}
+	}
+}
+
+// tend renews or takes one lease, then subscribes once the replica has
+// applied the stream as far as it stood when the lease was taken, so the
+// engine is asked to replay from the last seq anyone published.
+func (p *Plane) tend(l *lease) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.removed || p.ctx.Err() != nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(p.ctx, p.opts.LeaseTTL/2)
+	defer cancel()
+	key, me := leaseKey(l.sub.WorkerID), []byte(p.opts.ReplicaID)
+	now := time.Now()
+	if l.held.Load() {
+		rev, err := p.kv.Update(ctx, key, me, l.rev)
+		switch {
+		case err == nil:
+			l.rev, l.renewedAt = rev, now
+		case isLeaseConflict(err):
+			p.dropLocked(l, "the lease was taken by another replica")
+			return
+		case now.Sub(l.renewedAt) > p.opts.LeaseTTL:
+			p.dropLocked(l, "the lease could not be renewed within its TTL: "+err.Error())
+			return
+		default:
+			return // try again next tick
+		}
+	} else {
+		rev, err := p.kv.Create(ctx, key, me)
+		if errors.Is(err, jetstream.ErrKeyExists) {
+			// Ours from before a restart under the same replica id?
+			if e, gerr := p.kv.Get(ctx, key); gerr == nil && string(e.Value()) == p.opts.ReplicaID {
+				rev, err = p.kv.Update(ctx, key, me, e.Revision())
+			}
+		}
+		if err != nil {
+			return // held by another replica, or NATS is unreachable
+		}
+		info, err := p.stream.Info(ctx)
+		if err != nil {
+			_ = p.kv.Delete(ctx, key, jetstream.LastRevision(rev))
+			return
+		}
+		l.rev, l.renewedAt, l.target = rev, now, info.State.LastSeq
+		l.held.Store(true)
+		p.stats.LeasesTaken.Add(1)
+		p.log.Info("kvrouter: engine lease taken; ingesting it once caught up", "worker_id", l.sub.WorkerID,
+			"model", l.sub.Model, "stream_seq", l.target)
+	}
+	if !l.subscribed && p.appliedSeq.Load() >= l.target {
+		sub := l.sub
+		sub.ResumeAfter = p.resumeAfter(sub.WorkerID)
+		if _, err := p.sub.Subscribe(sub); err != nil {
+			p.log.Error("kvrouter: subscribing to a leased engine failed", "worker_id", sub.WorkerID, "error", err.Error())
+			return
+		}
+		l.subscribed = true
+		p.log.Info("kvrouter: ingesting engine", "worker_id", sub.WorkerID, "model", sub.Model,
+			"endpoint", sub.Endpoint, "resume_after", sub.ResumeAfter)
+	}
+}
+
+// dropLocked stops ingesting an engine whose lease is gone; it returns the
+// ranks stopped.
+func (p *Plane) dropLocked(l *lease, why string) int {
+	l.held.Store(false) // first: a publish waiting on NATS gives up
+	n := 0
+	if l.subscribed {
+		n = p.sub.Unsubscribe(l.sub.Model, l.sub.WorkerID)
+		l.subscribed = false
+	}
+	if why != "unsubscribed" {
+		p.stats.LeasesLost.Add(1)
+		p.log.Warn("kvrouter: engine lease lost; another replica ingests it", "worker_id", l.sub.WorkerID, "why", why)
+	}
+	return n
+}
+
+// releaseAll gives every lease up (a clean shutdown): the engines' next
+// holders need not wait for the TTL.
+func (p *Plane) releaseAll() {
+	for _, l := range p.leaseList() {
+		l.mu.Lock()
+		l.removed = true
+		if l.held.Load() {
+			p.dropLocked(l, "unsubscribed")
+			ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+			_ = p.kv.Delete(ctx, leaseKey(l.sub.WorkerID), jetstream.LastRevision(l.rev))
+			cancel()
+		}
+		l.mu.Unlock()
+	}
+}
+
+// isLeaseConflict: the key moved on (another holder wrote it) or is gone
+// (expired): either way the lease is not ours any more.
+func isLeaseConflict(err error) bool {
+	var apiErr *jetstream.APIError
+	return errors.Is(err, jetstream.ErrKeyExists) || errors.Is(err, jetstream.ErrKeyNotFound) ||
+		errors.As(err, &apiErr) && apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequence
+}

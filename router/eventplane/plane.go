@@ -1,0 +1,334 @@
+package eventplane
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/kvhash/kvhash/router/indexer"
+	"github.com/kvhash/kvhash/router/ingest"
+	"github.com/kvhash/kvhash/router/route"
+)
+
+// Plane is one replica's side of the event plane. It is the server's
+// ingest layer (Subscribe, Unsubscribe, RequestReplay, Close, as
+// router/serve's Ingest wants): subscriptions become leases, and the
+// replica ingests only the engines whose lease it holds, while it applies
+// every engine's events from the stream.
+type Plane struct {
+	opts  Options
+	log   *slog.Logger
+	ix    *indexer.Indexer
+	stats Stats
+
+	emb    *Embedded // the in-process server, when URL is "embedded"
+	tmpDir string    // its temporary store, removed at Close
+
+	nc     *nats.Conn
+	js     jetstream.JetStream
+	stream jetstream.Stream
+	kv     jetstream.KeyValue
+	obj    jetstream.ObjectStore
+
+	ctx    context.Context
+	cancel context.CancelFunc
+	loops  sync.WaitGroup
+
+	// The apply side: applyMu is held while one stream message is applied
+	// and while a snapshot is taken, so a snapshot and its sequence agree.
+	applyMu     sync.Mutex
+	applied     uint64              // the last stream sequence applied
+	seqs        map[seqKey]seqState // per engine stream: the last seq applied
+	appliedSeq  atomic.Uint64       // applied, for readers without the lock
+	consumeCtx  jetstream.ConsumeContext
+	lastSnapSeq uint64
+
+	ready    atomic.Bool
+	readyWhy atomic.Pointer[string]
+
+	// The ingest side.
+	sub      *ingest.Subscriber
+	leaseMu  sync.Mutex
+	leases   map[uint64]*lease
+	pubMu    sync.Mutex
+	pubLast  map[seqKey]uint64
+	closeMu  sync.Mutex
+	isClosed bool
+
+	// Load sync.
+	rt       atomic.Pointer[route.Router]
+	instance string
+	peersMu  sync.Mutex
+	peers    map[string]*peer
+	loadSub  *nats.Subscription
+}
+
+// New connects a replica to the event plane over ix, which must be empty
+// (the newest snapshot is restored into it), and starts consuming the
+// stream. Subscribe engines next; AttachRouter for load sync.
+func New(opts Options, ix *indexer.Indexer) (*Plane, error) {
+	if err := opts.setDefaults(); err != nil {
+		return nil, err
+	}
+	if ix == nil {
+		return nil, errors.New("eventplane: nil indexer")
+	}
+	p := &Plane{
+		opts: opts, log: opts.Logger.With("replica", opts.ReplicaID), ix: ix,
+		seqs: map[seqKey]seqState{}, leases: map[uint64]*lease{}, pubLast: map[seqKey]uint64{},
+		peers: map[string]*peer{}, instance: newInstance(),
+	}
+	p.setNotReady("starting")
+	p.ctx, p.cancel = context.WithCancel(context.Background())
+	ok := false
+	defer func() {
+		if !ok {
+			p.teardown()
+		}
+	}()
+	url := opts.URL
+	if url == "embedded" {
+		dir := opts.StoreDir
+		if dir == "" {
+			d, err := os.MkdirTemp("", "kvrouter-nats-*")
+			if err != nil {
+				return nil, fmt.Errorf("eventplane: embedded store: %w", err)
+			}
+			dir, p.tmpDir = d, d
+		}
+		emb, err := StartEmbedded(dir, 0)
+		if err != nil {
+			return nil, err
+		}
+		p.emb, url = emb, emb.URL()
+		p.log.Info("kvrouter: embedded NATS server with JetStream started", "url", url, "store", dir)
+	}
+	if err := p.connect(url); err != nil {
+		return nil, err
+	}
+	if err := p.restoreNewest(); err != nil {
+		return nil, err
+	}
+	sub, err := ingest.New(ingest.Options{Handler: &publisher{p: p}, Logger: opts.Logger})
+	if err != nil {
+		return nil, fmt.Errorf("eventplane: %w", err)
+	}
+	p.sub = sub
+	if err := p.startConsumer(); err != nil {
+		return nil, err
+	}
+	if err := p.startLoadSync(); err != nil {
+		return nil, err
+	}
+	p.goLoop(p.readinessLoop)
+	p.goLoop(p.leaseLoop)
+	if opts.SnapshotInterval > 0 {
+		p.goLoop(p.snapshotLoop)
+	}
+	ok = true
+	return p, nil
+}
+
+func (p *Plane) goLoop(f func()) {
+	p.loops.Add(1)
+	go func() {
+		defer p.loops.Done()
+		f()
+	}()
+}
+
+// connect dials NATS (retrying forever once connected: a replica cut off
+// reports not ready and recovers) and makes the stream and buckets.
+func (p *Plane) connect(url string) error {
+	nc, err := nats.Connect(url,
+		nats.Name("kvrouter-"+p.opts.ReplicaID),
+		nats.MaxReconnects(-1),
+		nats.ReconnectWait(250*time.Millisecond),
+		nats.DisconnectErrHandler(func(_ *nats.Conn, err error) {
+			p.setNotReady("disconnected from NATS")
+			p.log.Warn("kvrouter: disconnected from NATS; reconnecting (not ready meanwhile)", "error", errString(err))
+		}),
+		nats.ReconnectHandler(func(c *nats.Conn) {
+			p.log.Info("kvrouter: reconnected to NATS; catching up", "url", c.ConnectedUrl())
+		}),
+	)
+	if err != nil {
+		return fmt.Errorf("eventplane: connect %s: %w", url, err)
+	}
+	p.nc = nc
+	js, err := jetstream.New(nc)
+	if err != nil {
+		return fmt.Errorf("eventplane: jetstream: %w", err)
+	}
+	p.js = js
+	ctx, cancel := context.WithTimeout(p.ctx, 10*time.Second)
+	defer cancel()
+	o := p.opts
+	p.stream, err = js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{
+		Name:        o.streamName(),
+		Description: "kvrouter: engines' KV events, normalized, one subject per model, worker and rank",
+		Subjects:    []string{o.eventsFilter()},
+		Retention:   jetstream.LimitsPolicy,
+		Discard:     jetstream.DiscardOld,
+		MaxAge:      o.MaxAge,
+		MaxBytes:    o.MaxBytes,
+		Duplicates:  o.DuplicateWindow,
+		Storage:     jetstream.FileStorage,
+		Replicas:    o.Replicas,
+	})
+	if err != nil {
+		return fmt.Errorf("eventplane: stream %s: %w", o.streamName(), err)
+	}
+	p.kv, err = js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
+		Bucket: o.leaseBucket(), Description: "kvrouter: which replica ingests which engine",
+		TTL: o.LeaseTTL, History: 1, Storage: jetstream.FileStorage, Replicas: o.Replicas,
+	})
+	if err != nil {
+		return fmt.Errorf("eventplane: lease bucket %s: %w", o.leaseBucket(), err)
+	}
+	p.obj, err = js.CreateOrUpdateObjectStore(ctx, jetstream.ObjectStoreConfig{
+		Bucket: o.snapBucket(), Description: "kvrouter: index snapshots with the stream sequence they cover",
+		Storage: jetstream.FileStorage, Replicas: o.Replicas,
+	})
+	if err != nil {
+		return fmt.Errorf("eventplane: snapshot bucket %s: %w", o.snapBucket(), err)
+	}
+	return nil
+}
+
+// ReplicaID is this replica's name.
+func (p *Plane) ReplicaID() string { return p.opts.ReplicaID }
+
+// Stats returns the live counters.
+func (p *Plane) Stats() *Stats { return &p.stats }
+
+// URL is the NATS server the replica is connected to.
+func (p *Plane) URL() string { return p.nc.ConnectedUrl() }
+
+// Ready reports whether the replica is connected to NATS and has applied
+// the stream up to where it stood a moment ago (see readinessLoop); why
+// says what is missing.
+func (p *Plane) Ready() (ok bool, why string) {
+	if p.ready.Load() {
+		return true, ""
+	}
+	if w := p.readyWhy.Load(); w != nil {
+		return false, *w
+	}
+	return false, "not ready"
+}
+
+func (p *Plane) setNotReady(why string) {
+	p.readyWhy.Store(&why)
+	p.ready.Store(false)
+}
+
+// readinessLoop: ready while connected and caught up, meaning every
+// message the stream held at the previous check is applied (a replica
+// under a steady load is never more than one check behind).
+func (p *Plane) readinessLoop() {
+	t := time.NewTicker(200 * time.Millisecond)
+	defer t.Stop()
+	target, haveTarget := uint64(0), false
+	for {
+		select {
+		case <-p.ctx.Done():
+			return
+		case <-t.C:
+		}
+		if !p.nc.IsConnected() {
+			p.setNotReady("disconnected from NATS")
+			haveTarget = false
+			continue
+		}
+		ctx, cancel := context.WithTimeout(p.ctx, time.Second)
+		info, err := p.stream.Info(ctx)
+		cancel()
+		if err != nil {
+			p.setNotReady("cannot read the event stream: " + err.Error())
+			haveTarget = false
+			continue
+		}
+		applied := p.appliedSeq.Load()
+		if haveTarget && applied >= target {
+			p.ready.Store(true)
+		} else if haveTarget {
+			p.setNotReady(fmt.Sprintf("catching up: applied stream sequence %d of %d", applied, target))
+		}
+		target, haveTarget = info.State.LastSeq, true
+	}
+}
+
+// Close leaves the plane: it stops ingesting and releases its leases (so
+// another replica takes its engines at once), writes a last snapshot,
+// tells the others its requests are gone, and disconnects.
+func (p *Plane) Close() error {
+	p.closeMu.Lock()
+	if p.isClosed {
+		p.closeMu.Unlock()
+		return nil
+	}
+	p.isClosed = true
+	p.closeMu.Unlock()
+	var errs []error
+	p.releaseAll()
+	if p.opts.SnapshotInterval > 0 {
+		if err := p.writeSnapshot(); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	p.sayBye()
+	p.teardown()
+	return errors.Join(errs...)
+}
+
+// kill drops the replica as a crash would: no lease released, no
+// goodbye, no last snapshot (tests).
+func (p *Plane) kill() {
+	p.closeMu.Lock()
+	p.isClosed = true
+	p.closeMu.Unlock()
+	for _, l := range p.leaseList() {
+		l.held.Store(false)
+	}
+	p.teardown()
+}
+
+func (p *Plane) teardown() {
+	p.cancel()
+	if p.sub != nil {
+		_ = p.sub.Close()
+	}
+	if p.consumeCtx != nil {
+		p.consumeCtx.Stop()
+	}
+	p.loops.Wait()
+	if rt := p.rt.Load(); rt != nil {
+		rt.SetLoadObserver(nil)
+	}
+	if p.nc != nil {
+		p.nc.Close()
+	}
+	if p.emb != nil {
+		p.emb.Shutdown()
+	}
+	if p.tmpDir != "" {
+		_ = os.RemoveAll(p.tmpDir)
+	}
+	p.setNotReady("closed")
+}
+
+func errString(err error) string {
+	if err == nil {
+		return ""
+	}
+	return err.Error()
+}

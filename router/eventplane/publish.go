@@ -1,0 +1,87 @@
+package eventplane
+
+import (
+	"context"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/kvhash/kvhash/router/ingest"
+)
+
+// publisher is the Handler of the holder's ZeroMQ subscriber: it puts
+// each batch and stream event on the stream instead of applying it (the
+// holder applies it from the stream, as every replica does).
+type publisher struct{ p *Plane }
+
+var _ ingest.Handler = (*publisher)(nil)
+
+func (pb *publisher) HandleBatch(src ingest.Source, b *ingest.Batch) {
+	if b == nil {
+		return
+	}
+	data, err := EncodeBatch(src, b)
+	if err != nil {
+		pb.p.log.Error("kvrouter: a batch could not be encoded for the event plane", "worker_id", src.WorkerID, "seq", b.Seq, "error", err.Error())
+		return
+	}
+	if pb.p.publish(src, data, batchMsgID(src, b)) {
+		pb.p.pubMu.Lock()
+		pb.p.pubLast[seqKey{src.WorkerID, src.DPRank}] = b.Seq
+		pb.p.pubMu.Unlock()
+	}
+}
+
+func (pb *publisher) HandleStream(src ingest.Source, ev ingest.StreamEvent) {
+	data, err := EncodeStream(src, ev)
+	if err != nil {
+		pb.p.log.Error("kvrouter: a stream event could not be encoded for the event plane", "worker_id", src.WorkerID, "error", err.Error())
+		return
+	}
+	id := ""
+	if ev.Kind == ingest.StreamGapLost || ev.Kind == ingest.StreamRestarted {
+		pb.p.pubMu.Lock()
+		after := pb.p.pubLast[seqKey{src.WorkerID, src.DPRank}]
+		pb.p.pubMu.Unlock()
+		id = streamMsgID(src, ev, after)
+	}
+	pb.p.publish(src, data, id)
+}
+
+// publish puts one message on the stream and waits for JetStream's ack,
+// retrying while NATS is unreachable: the subscriber's queue, then the
+// engine's buffer, hold the rest meanwhile, and a gap the engine could
+// not hold is replayed or reported lost by ingest. It gives up (false)
+// when the replica no longer holds the engine's lease: the new holder
+// replays from the last seq applied.
+func (p *Plane) publish(src ingest.Source, data []byte, msgID string) bool {
+	subject := eventSubject(p.opts.Prefix, src)
+	var opts []jetstream.PublishOpt
+	if msgID != "" {
+		opts = append(opts, jetstream.WithMsgID(msgID))
+	}
+	backoff := 50 * time.Millisecond
+	for attempt := 0; ; attempt++ {
+		if !p.holds(src.WorkerID) || p.ctx.Err() != nil {
+			p.stats.Dropped.Add(1)
+			return false
+		}
+		ctx, cancel := context.WithTimeout(p.ctx, 5*time.Second)
+		_, err := p.js.Publish(ctx, subject, data, opts...)
+		cancel()
+		if err == nil {
+			p.stats.Published.Add(1)
+			return true
+		}
+		p.stats.PublishRetries.Add(1)
+		if attempt%20 == 0 {
+			p.log.Warn("kvrouter: publishing to the event plane failed; retrying", "worker_id", src.WorkerID,
+				"subject", subject, "attempt", attempt+1, "error", err.Error())
+		}
+		select {
+		case <-p.ctx.Done():
+		case <-time.After(backoff):
+		}
+		backoff = min(2*backoff, 2*time.Second)
+	}
+}
