@@ -20,27 +20,30 @@ type routeRequest struct {
 	CacheSalt            string          `json:"cache_salt"`
 	RequestID            string          `json:"request_id"`
 	RouterConfigOverride *route.Override `json:"router_config_override"`
+	// Explain adds each candidate's cost terms to the answer.
+	Explain bool `json:"explain"`
 }
 
-// decodeRouteRequest is the body decoder of POST /v1/route.
-func decodeRouteRequest(body []byte, maxTokens int) (route.Request, error) {
+// decodeRouteRequest is the body decoder of POST /v1/route; it also says
+// whether the caller asked for the cost terms.
+func decodeRouteRequest(body []byte, maxTokens int) (route.Request, bool, error) {
 	req, ok := fastRouteRequest(body)
 	if !ok {
 		req = routeRequest{}
 		if err := decodeStrict(body, &req); err != nil {
-			return route.Request{}, err
+			return route.Request{}, false, err
 		}
 	}
 	if err := requireFields(field("model", req.Model != ""), field("token_ids", req.TokenIDs != nil)); err != nil {
-		return route.Request{}, err
+		return route.Request{}, false, err
 	}
 	if err := checkTokens(len(req.TokenIDs), maxTokens); err != nil {
-		return route.Request{}, err
+		return route.Request{}, false, err
 	}
 	return route.Request{
 		Model: req.Model, Tenant: req.Tenant, TokenIDs: req.TokenIDs, LoraName: req.LoraName,
 		CacheSalt: req.CacheSalt, RequestID: req.RequestID, Override: req.RouterConfigOverride,
-	}, nil
+	}, req.Explain, nil
 }
 
 func (s *Server) postRoute(w http.ResponseWriter, r *http.Request) error {
@@ -49,7 +52,7 @@ func (s *Server) postRoute(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	req, err := decodeRouteRequest(body, s.cfg.Limits.MaxTokens)
+	req, explain, err := decodeRouteRequest(body, s.cfg.Limits.MaxTokens)
 	if err != nil {
 		return err
 	}
@@ -61,7 +64,7 @@ func (s *Server) postRoute(w http.ResponseWriter, r *http.Request) error {
 	s.m.routeOK.Inc()
 	s.m.routeOverlap.Observe(float64(d.OverlapBlocks))
 	bp := bufPool.Get().(*[]byte)
-	*bp = appendDecision((*bp)[:0], &d)
+	*bp = appendDecision((*bp)[:0], &d, explain)
 	h := w.Header()
 	h.Set("Content-Type", "application/json")
 	h.Set("Content-Length", strconv.Itoa(len(*bp))) // one write, not chunks

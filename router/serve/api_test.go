@@ -44,6 +44,11 @@ func TestRoutePicksTheWorkerHoldingThePrefix(t *testing.T) {
 	require.Len(t, a.Candidates, 3)
 	assert.Equal(t, "2", a.Candidates[0].WorkerID.String(), "candidates sorted by cost")
 	assert.Equal(t, "live", a.Candidates[0].State)
+	_, raw := s.do("POST", "/v1/route", `{"model":"m","token_ids":`+tokensJSON(prompt)+`}`)
+	assert.NotContains(t, string(raw), "prefill_blocks", "the cost terms only on request")
+	_, raw = s.do("POST", "/v1/route", `{"model":"m","token_ids":`+tokensJSON(prompt)+`,"explain":true}`)
+	assert.Contains(t, string(raw), `"prefill_blocks":`)
+	assert.Contains(t, string(raw), `"decode_blocks":`)
 
 	// The same prompt under a LoRA matches nothing: every worker scores 0.
 	s.must(200, "POST", "/v1/route", `{"model":"m","token_ids":`+tokensJSON(prompt)+`,"lora_name":"a"}`, &a)

@@ -103,6 +103,8 @@ func FuzzDecodeRouteRequest(f *testing.F) {
 	f.Add(` { "model" : "m" , "token_ids" : [ 1 , 2 ] , "router_config_override" : { "router_temperature" : 0.5 } } `)
 	f.Add(`{"model":"m","token_ids":[1],}`)
 	f.Add(`{"model":"m","Model":"x","token_ids":[1]}`)
+	f.Add(`{"model":"m","token_ids":[1],"explain":true}`)
+	f.Add(`{"model":"m","token_ids":[1],"explain":falsey}`)
 	f.Fuzz(func(t *testing.T, body string) {
 		// The one-pass parser accepts a subset of what encoding/json
 		// accepts, with the same result.
@@ -111,7 +113,7 @@ func FuzzDecodeRouteRequest(f *testing.F) {
 			require.NoError(t, decodeStrict([]byte(body), &slow), "fast path accepted %q", body)
 			assert.Equal(t, slow, fast, "%q", body)
 		}
-		req, err := decodeRouteRequest([]byte(body), 1<<20)
+		req, _, err := decodeRouteRequest([]byte(body), 1<<20)
 		if err != nil {
 			var ae *apiError
 			require.ErrorAs(t, err, &ae)

@@ -97,8 +97,10 @@ func skipSpace(data []byte, i int) int {
 var bufPool = sync.Pool{New: func() any { b := make([]byte, 0, 16<<10); return &b }}
 
 // appendDecision writes a route.Decision as encoding/json would (the same
-// field names and number forms), without reflection.
-func appendDecision(b []byte, d *route.Decision) []byte {
+// field names and number forms), without reflection. Without explain, a
+// candidate's cost terms (prefill_blocks, decode_blocks) are left out:
+// with a large fleet they are a third of the answer's bytes.
+func appendDecision(b []byte, d *route.Decision, explain bool) []byte {
 	b = append(b, `{"worker_id":`...)
 	b = strconv.AppendUint(b, d.WorkerID, 10)
 	b = append(b, `,"dp_rank":`...)
@@ -125,10 +127,13 @@ func appendDecision(b []byte, d *route.Decision) []byte {
 		b = appendFloat(b, c.Cost)
 		b = append(b, `,"state":"`...)
 		b = append(b, c.State.String()...)
-		b = append(b, `","prefill_blocks":`...)
-		b = appendFloat(b, c.PrefillBlocks)
-		b = append(b, `,"decode_blocks":`...)
-		b = strconv.AppendUint(b, c.DecodeBlocks, 10)
+		b = append(b, '"')
+		if explain {
+			b = append(b, `,"prefill_blocks":`...)
+			b = appendFloat(b, c.PrefillBlocks)
+			b = append(b, `,"decode_blocks":`...)
+			b = strconv.AppendUint(b, c.DecodeBlocks, 10)
+		}
 		b = append(b, '}')
 	}
 	return append(b, "]}\n"...)

@@ -23,14 +23,18 @@ func TestAppendDecisionIsEncodingJSON(t *testing.T) {
 		}
 		want, err := json.Marshal(d)
 		require.NoError(t, err)
-		got := appendDecision(nil, &d)
+		got := appendDecision(nil, &d, true)
 		var a, b any
 		require.NoError(t, json.Unmarshal(want, &a))
 		require.NoError(t, json.Unmarshal(got, &b), "%s", got)
 		assert.Equal(t, a, b, "cost %v", f)
 	}
 	d := route.Decision{Candidates: []route.Candidate{}}
-	assert.JSONEq(t, mustMarshal(t, d), string(appendDecision(nil, &d)))
+	assert.JSONEq(t, mustMarshal(t, d), string(appendDecision(nil, &d, true)))
+	d.Candidates = []route.Candidate{{WorkerID: 1, Cost: 2, PrefillBlocks: 1, DecodeBlocks: 1}}
+	assert.JSONEq(t, `{"worker_id":0,"dp_rank":0,"overlap_blocks":0,"cost":0,"request_id":"",
+		"candidates":[{"worker_id":1,"dp_rank":0,"overlap_blocks":0,"cost":2,"state":"live"}]}`,
+		string(appendDecision(nil, &d, false)), "without explain, no cost terms")
 }
 
 func mustMarshal(t *testing.T, v any) string {

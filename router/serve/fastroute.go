@@ -60,6 +60,16 @@ func fastRouteRequest(data []byte) (req routeRequest, ok bool) {
 				return req, false
 			}
 			i, bit = i+end+1, 32
+		case "explain":
+			switch {
+			case bytes.HasPrefix(data[i:], []byte("true")):
+				req.Explain, i = true, i+4
+			case bytes.HasPrefix(data[i:], []byte("false")):
+				req.Explain, i = false, i+5
+			default:
+				return req, false
+			}
+			bit = 128
 		case "router_config_override":
 			end, ok := objectEnd(data, i)
 			if !ok {
