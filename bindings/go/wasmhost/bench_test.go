@@ -145,3 +145,28 @@ func BenchmarkHash8kParallel(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkIndexApply stores a 32-block prompt on a worker and removes it
+// again through the module (core's BenchmarkApply, across the boundary):
+// each store asks the module's memory budget first.
+func BenchmarkIndexApply(b *testing.B) {
+	x, err := sharedModule(b).NewIndex(core.ModeWarn)
+	require.NoError(b, err)
+	defer x.Free()
+	blocks := make([]core.StoredBlock, 32)
+	hashes := make([]uint64, len(blocks))
+	for i := range blocks {
+		blocks[i] = core.StoredBlock{BlockHash: uint64(i + 1), TokensHash: uint64(1000 + i)}
+		hashes[i] = uint64(i + 1)
+	}
+	b.ReportAllocs()
+	for i := 0; b.Loop(); i++ {
+		w := core.Worker{ID: uint64(i % 16)}
+		if err := x.ApplyStored(w, 1, nil, blocks); err != nil {
+			b.Fatal(err)
+		}
+		if err := x.ApplyRemoved(w, 2, hashes); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
