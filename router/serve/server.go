@@ -108,7 +108,12 @@ func New(opts Options) (*Server, error) {
 	if s.rt, err = route.New(ix, route.Options{Params: &params, RequestTTL: cfg.Routing.RequestTTL, Now: opts.Now}); err != nil {
 		return nil, fmt.Errorf("serve: %w", err)
 	}
-	if opts.NewIngest != nil {
+	if cfg.NATS.URL != "" {
+		// One replica of several (eventplane.go): the plane is the ingest layer.
+		if s.ing, err = s.newEventPlane(); err != nil {
+			return nil, err
+		}
+	} else if opts.NewIngest != nil {
 		if s.ing, err = opts.NewIngest(ix, log); err != nil {
 			return nil, fmt.Errorf("serve: ingest: %w", err)
 		}

@@ -1,0 +1,171 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/kvhash/kvhash/router/demo"
+	"github.com/kvhash/kvhash/router/proxy"
+)
+
+// defaultTrace is the shared Mooncake trace, relative to the repository.
+const defaultTrace = "../shared/data/mooncake-synthetic-trace.jsonl"
+
+// runDemo is `kvrouter demo`: kvrouter in this process, kvmock engines as
+// child processes, a trace replayed through the proxy once per policy.
+func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("kvrouter demo", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprint(stderr, `kvrouter demo: kvrouter and a fleet of kvmock engines on this machine; a
+Mooncake-format trace replayed through kvrouter's proxy once per routing
+policy (a fresh fleet each), then the table. See docs/guides/demo.md.
+
+Usage: kvrouter demo [flags]
+
+Flags:
+`)
+		fs.PrintDefaults()
+	}
+	trace := fs.String("trace", "", "Mooncake-format trace (JSONL); default "+defaultTrace+" when present, else a generated one")
+	sample := fs.Int("sample", 0, "keep 1 prefix family in K (families: requests sharing a first hash_id); 0: the K that leaves at most 900 requests")
+	requests := fs.Int("requests", 0, "then keep only the first N requests (0: all)")
+	engines := fs.Int("engines", 4, "kvmock engines")
+	speedup := fs.Float64("speedup", 60, "arrivals compressed and the engines' simulated time run this many times faster")
+	numBlocks := fs.Int("num-blocks", 65536, "KV blocks per engine")
+	blockSize := fs.Int("block-size", 16, "tokens per KV block (engines and kvrouter)")
+	maxRunning := fs.Int("max-running", 16, "requests an engine runs at once")
+	prefillRate := fs.Float64("prefill-tokens-per-sec", 4000, "an engine's prefill speed (uncached prompt tokens per simulated second)")
+	decodeMs := fs.Float64("decode-ms-per-token", 20, "an engine's decode time per output token (simulated ms)")
+	policies := fs.String("policies", "kvrouter,round_robin,random,least_loaded", "policies to compare, in order")
+	unstable := fs.Int("unstable-engine", -1, "restart this engine (0-based) with --unstable a third into each run, fixed at two thirds")
+	keep := fs.Bool("keep-running", false, "leave kvrouter and the last fleet up after the table (Ctrl-C stops them)")
+	listen := fs.String("listen", "127.0.0.1:8090", "kvrouter's address (the dashboard's)")
+	bin := fs.String("kvmock", "", "the kvmock binary (default: kvmock beside this binary, else build/bin/kvmock)")
+	logDir := fs.String("log-dir", "build/demo-logs", "engines' logs")
+	verbose := fs.Bool("v", false, "kvrouter's own log (warnings) on stderr")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+		return 2
+	}
+	var pols []proxy.Policy
+	for _, s := range strings.Split(*policies, ",") {
+		p, err := proxy.ParsePolicy(strings.TrimSpace(s))
+		if err != nil {
+			fmt.Fprintf(stderr, "kvrouter demo: --policies: %v\n", err)
+			return 2
+		}
+		pols = append(pols, p)
+	}
+	if *engines < 1 || *speedup <= 0 || *requests < 0 {
+		fmt.Fprintln(stderr, "kvrouter demo: --engines must be >= 1, --speedup > 0, --requests >= 0")
+		return 2
+	}
+	reqs, name, err := loadTrace(*trace, *sample, *requests, stdout)
+	if err != nil {
+		fmt.Fprintf(stderr, "kvrouter demo: %v\n", err)
+		return 1
+	}
+	kvmockBin := *bin
+	if kvmockBin == "" {
+		kvmockBin = findKvmock()
+	}
+	if _, err := os.Stat(kvmockBin); err != nil {
+		fmt.Fprintf(stderr, "kvrouter demo: the kvmock binary: %v (make build/bin/kvmock, or --kvmock PATH)\n", err)
+		return 1
+	}
+	log := slog.New(slog.DiscardHandler)
+	if *verbose {
+		log = slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	}
+	o := demo.Options{
+		Trace: reqs, TraceName: name, Engines: *engines, Speedup: *speedup, Policies: pols,
+		UnstableEngine: *unstable, Launcher: demo.ProcLauncher{Bin: kvmockBin, LogDir: *logDir},
+		Listen: *listen, Logger: log, Out: stdout, TTY: isTerminal(stdout),
+		Engine: demo.EngineConfig{
+			Model: "kvmock", BlockSize: *blockSize, NumBlocks: *numBlocks, MaxRunning: *maxRunning,
+			PrefillTokensPerSec: *prefillRate, DecodeMsPerToken: *decodeMs, Speedup: *speedup, MaxModelLen: 262144,
+		},
+	}
+	if *keep {
+		o.Hold = func(r *demo.Router) {
+			fmt.Fprintf(stdout, "\nkvrouter and the last fleet keep running at %s (Ctrl-C stops them).\n", r.URL)
+			<-ctx.Done()
+		}
+	}
+	start := time.Now()
+	if _, err := demo.Run(ctx, o); err != nil && !errors.Is(err, context.Canceled) {
+		fmt.Fprintf(stderr, "kvrouter demo: %v\n", err)
+		return 1
+	}
+	fmt.Fprintf(stdout, "demo took %.0fs; engines' logs in %s\n", time.Since(start).Seconds(), *logDir)
+	return 0
+}
+
+// maxDemoRequests keeps the default demo under two minutes on two cores.
+const maxDemoRequests = 900
+
+// loadTrace reads --trace, else the shared trace, else generates one; it
+// samples prefix families (k) and keeps the first n requests.
+func loadTrace(path string, k, n int, out io.Writer) ([]demo.Request, string, error) {
+	if path == "" {
+		if _, err := os.Stat(defaultTrace); err == nil {
+			path = defaultTrace
+		}
+	}
+	var reqs []demo.Request
+	name := path
+	if path == "" {
+		reqs, name = demo.GenerateTrace(600, 1), "generated (no "+defaultTrace+")"
+	} else {
+		var err error
+		if reqs, err = demo.ReadTraceFile(path); err != nil {
+			return nil, "", err
+		}
+		name = filepath.Base(path)
+	}
+	if k == 0 {
+		k = (len(reqs) + maxDemoRequests - 1) / maxDemoRequests
+	}
+	if k > 1 {
+		all := len(reqs)
+		reqs = demo.SampleFamilies(reqs, k)
+		fmt.Fprintf(out, "subsampled: 1 prefix family in %d, %d of the trace's %d requests, over its whole span (--sample 1 replays all)\n", k, len(reqs), all)
+	}
+	if n > 0 && n < len(reqs) {
+		fmt.Fprintf(out, "subsampled: the first %d of the trace's %d requests (--requests 0 replays all)\n", n, len(reqs))
+		reqs = reqs[:n]
+	}
+	return reqs, name, nil
+}
+
+// findKvmock looks beside this binary, then in build/bin.
+func findKvmock() string {
+	if exe, err := os.Executable(); err == nil {
+		p := filepath.Join(filepath.Dir(exe), "kvmock")
+		if _, err := os.Stat(p); err == nil {
+			return p
+		}
+	}
+	return filepath.Join("build", "bin", "kvmock")
+}
+
+// isTerminal reports whether w is a character device (a TTY).
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	st, err := f.Stat()
+	return err == nil && st.Mode()&os.ModeCharDevice != 0
+}

@@ -1,0 +1,340 @@
+// Package demo is `kvrouter demo` (what `make run` runs): kvrouter and a
+// fleet of kvmock engines on this machine, a Mooncake-format trace
+// replayed through kvrouter's proxy once per routing policy, and the
+// table that shows what KV-aware routing buys. docs/guides/demo.md
+// explains the set-up and how to read the table.
+package demo
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/kvhash/kvhash/router/proxy"
+)
+
+// Options configure a demo run.
+type Options struct {
+	Trace     []Request // the requests, already subsampled
+	TraceName string    // shown in the output
+	Engines   int
+	Engine    EngineConfig
+	// Speedup compresses the trace's arrivals; the engines run their
+	// simulated time at the same factor, so load stays as in the trace.
+	Speedup  float64
+	Policies []proxy.Policy
+	// UnstableEngine >= 0 restarts that engine with a new random root a
+	// third into each policy's run, and as a fixed engine at two thirds.
+	UnstableEngine int
+	Launcher       Launcher
+	Listen         string // kvrouter's address
+	Logger         *slog.Logger
+	Out            io.Writer // progress and the table
+	TTY            bool      // progress as one line updated in place
+	// Hold runs between the policies' runs and before kvrouter stops
+	// (--keep-running waits there); nil returns at once.
+	Hold func(r *Router)
+}
+
+// Run runs the demo and returns one Result per policy.
+func Run(ctx context.Context, o Options) ([]Result, error) {
+	log := o.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	rt, err := StartRouter(RouterConfig(o.Listen, o.Engine.BlockSize), log)
+	if err != nil {
+		return nil, err
+	}
+	defer rt.Stop()
+	hc := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 512, MaxConnsPerHost: 0}}
+	defer hc.CloseIdleConnections()
+	api := &client{base: rt.URL, http: hc}
+	fmt.Fprintf(o.Out, "kvrouter %s (dashboard: %s/), %d kvmock engines, trace %s: %d requests at %gx\n",
+		rt.URL, rt.URL, o.Engines, o.TraceName, len(o.Trace), o.Speedup)
+
+	exp := NewExpander(128256)
+	bodies := make([][]byte, len(o.Trace))
+	for i, q := range o.Trace {
+		bodies[i] = requestBody(o.Engine.Model, exp.Tokens(q), q.OutputLength)
+	}
+
+	var results []Result
+	var last *fleet
+	for pi, pol := range o.Policies {
+		if last != nil {
+			last.stop(ctx, api)
+		}
+		f, err := startFleet(ctx, o, api, uint64(pi+1)*100)
+		if err != nil {
+			return results, err
+		}
+		last = f
+		res, err := runPolicy(ctx, o, rt, api, hc, f, pol, bodies)
+		if err != nil {
+			f.stop(ctx, api)
+			return results, err
+		}
+		results = append(results, res)
+		if ctx.Err() != nil {
+			break
+		}
+	}
+	rt.Server.Proxy().Stats().SetNote("done")
+	fmt.Fprintln(o.Out)
+	WriteTable(o.Out, results)
+	if ctx.Err() == nil {
+		tokenizeCost(ctx, o, hc, rt.URL)
+	}
+	fmt.Fprintf(o.Out, "\nNext: the dashboard %s/ , Prometheus metrics %s/metrics , the workers %s/v1/workers ,\n"+
+		"      docs/guides/demo.md (this demo) and docs/api/router.md (the API).\n", rt.URL, rt.URL, rt.URL)
+	if o.Hold != nil {
+		o.Hold(rt)
+	}
+	if last != nil {
+		last.stop(context.Background(), api)
+	}
+	return results, ctx.Err()
+}
+
+// fleet is one policy's engines.
+type fleet struct {
+	o       Options
+	baseID  uint64
+	mu      sync.Mutex
+	engines []Engine
+}
+
+func startFleet(ctx context.Context, o Options, api *client, baseID uint64) (*fleet, error) {
+	f := &fleet{o: o, baseID: baseID}
+	for i := range o.Engines {
+		e, err := o.Launcher.Start(ctx, fmt.Sprintf("engine-%d", i), o.Engine, Addrs{})
+		if err != nil {
+			f.stop(ctx, api)
+			return nil, err
+		}
+		f.engines = append(f.engines, e)
+		if err := api.register(ctx, baseID+uint64(i), o.Engine.Model, e.Addrs()); err != nil {
+			f.stop(ctx, api)
+			return nil, fmt.Errorf("registering engine %d: %w", i, err)
+		}
+	}
+	return f, nil
+}
+
+func (f *fleet) stop(ctx context.Context, api *client) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for i, e := range f.engines {
+		_ = api.unregister(ctx, f.baseID+uint64(i))
+		_ = e.Stop()
+	}
+	f.engines = nil
+}
+
+// restart stops engine i and starts it again at the same addresses.
+func (f *fleet) restart(ctx context.Context, hc *http.Client, i int, unstable bool) error {
+	f.mu.Lock()
+	e := f.engines[i]
+	f.mu.Unlock()
+	// Drain first: its health check fails, kvrouter takes it out of
+	// rotation, the requests it runs finish.
+	_ = setEngineHealth(ctx, hc, e.Addrs(), false)
+	time.Sleep(1500 * time.Millisecond)
+	if err := e.Stop(); err != nil {
+		return err
+	}
+	cfg := f.o.Engine
+	cfg.Unstable = unstable
+	ne, err := f.o.Launcher.Start(ctx, fmt.Sprintf("engine-%d", i), cfg, e.Addrs())
+	if err != nil {
+		return err
+	}
+	f.mu.Lock()
+	f.engines[i] = ne
+	f.mu.Unlock()
+	return nil
+}
+
+func runPolicy(ctx context.Context, o Options, rt *Router, api *client, hc *http.Client, f *fleet, pol proxy.Policy, bodies [][]byte) (Result, error) {
+	stats := rt.Server.Proxy().Stats()
+	stats.SetNote(fmt.Sprintf("replaying %s under %s", o.TraceName, pol))
+	var prog progress
+	start := time.Now()
+	stopProgress := make(chan struct{})
+	progressDone := make(chan struct{})
+	go func() {
+		defer close(progressDone)
+		showProgress(o, pol, &prog, start, stopProgress)
+	}()
+	watchDone := make(chan struct{})
+	stopWatch := make(chan struct{})
+	go func() {
+		defer close(watchDone)
+		watchStates(ctx, o, api, pol, stopWatch)
+	}()
+
+	n := len(o.Trace)
+	var scenario sync.WaitGroup
+	at := func(i int) {
+		if o.UnstableEngine < 0 || o.UnstableEngine >= o.Engines {
+			return
+		}
+		switch i {
+		case n / 3:
+			scenario.Add(1)
+			go func() {
+				defer scenario.Done()
+				logf(o, "[%s] engine %d (worker %d) restarts with --unstable: a new random root for its block ids", pol, o.UnstableEngine, f.baseID+uint64(o.UnstableEngine))
+				if err := f.restart(ctx, hc, o.UnstableEngine, true); err != nil {
+					logf(o, "[%s] restart failed: %v", pol, err)
+				}
+			}()
+		case 2 * n / 3:
+			scenario.Wait()
+			scenario.Add(1)
+			go func() {
+				defer scenario.Done()
+				logf(o, "[%s] engine %d restarts fixed (a stable hash seed): kvrouter should take it back", pol, o.UnstableEngine)
+				if err := f.restart(ctx, hc, o.UnstableEngine, false); err != nil {
+					logf(o, "[%s] restart failed: %v", pol, err)
+				}
+			}()
+		}
+	}
+	outs := replay(ctx, hc, rt.URL, pol, o.Trace, bodies, o.Speedup, &prog, at)
+	scenario.Wait()
+	if o.UnstableEngine >= 0 {
+		// Let the quarantine settle so the table shows the recovery.
+		waitRecovered(ctx, api, 6*time.Second)
+	}
+	close(stopProgress)
+	<-progressDone
+	close(stopWatch)
+	<-watchDone
+	res := summarize(pol, outs)
+	res.Wall = time.Since(start)
+	if d, err := api.dashboard(ctx); err == nil {
+		states := map[string]int{}
+		for _, w := range d.Workers {
+			res.Violations += w.Violations
+			res.Quarantines += w.Quarantines
+			st := w.State
+			if !w.Healthy {
+				st = "unhealthy"
+			}
+			states[st]++
+		}
+		res.States = formatStates(states)
+	}
+	return res, nil
+}
+
+func formatStates(states map[string]int) string {
+	var parts []string
+	for _, s := range []string{"live", "degraded", "quarantined", "unhealthy"} {
+		if states[s] > 0 {
+			parts = append(parts, fmt.Sprintf("%d %s", states[s], s))
+		}
+	}
+	return strings.Join(parts, ", ")
+}
+
+// waitRecovered waits (at most max) until every worker is live and healthy.
+func waitRecovered(ctx context.Context, api *client, max time.Duration) {
+	deadline := time.Now().Add(max)
+	for time.Now().Before(deadline) && ctx.Err() == nil {
+		d, err := api.dashboard(ctx)
+		if err == nil {
+			all := true
+			for _, w := range d.Workers {
+				all = all && w.Healthy && w.State == "live"
+			}
+			if all {
+				return
+			}
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+// watchStates logs every change of a worker's state or health.
+func watchStates(ctx context.Context, o Options, api *client, pol proxy.Policy, stop <-chan struct{}) {
+	seen := map[uint64]string{}
+	for {
+		if d, err := api.dashboard(ctx); err == nil {
+			for _, w := range d.Workers {
+				st := w.State
+				if !w.Healthy {
+					st += ", out of rotation"
+				}
+				if w.Violations > 0 {
+					st += fmt.Sprintf(", %d violations %v", w.Violations, w.ByKind)
+				}
+				if prev, ok := seen[w.WorkerID]; ok && prev != st {
+					msg := fmt.Sprintf("[%s] worker %d: %s", pol, w.WorkerID, st)
+					if w.Reason != "" && w.State != "live" {
+						msg += " (" + w.Reason + ")"
+					}
+					logf(o, "%s", msg)
+				}
+				seen[w.WorkerID] = st
+			}
+		}
+		select {
+		case <-stop:
+			return
+		case <-ctx.Done():
+			return
+		case <-time.After(250 * time.Millisecond):
+		}
+	}
+}
+
+var outMu sync.Mutex
+
+// logf prints one event line (clearing a TTY's status line first).
+func logf(o Options, format string, args ...any) {
+	outMu.Lock()
+	defer outMu.Unlock()
+	if o.TTY {
+		fmt.Fprint(o.Out, "\r\033[K")
+	}
+	fmt.Fprintf(o.Out, format+"\n", args...)
+}
+
+func showProgress(o Options, pol proxy.Policy, p *progress, start time.Time, stop <-chan struct{}) {
+	every := 5 * time.Second
+	if o.TTY {
+		every = 200 * time.Millisecond
+	}
+	line := func() string {
+		return fmt.Sprintf("[%-12s] %4d/%d sent, %4d done, %d failed, hit rate %5.1f%%, %5.1fs",
+			pol, p.sent.Load(), len(o.Trace), p.done.Load(), p.failed.Load(), 100*p.hitRate(), time.Since(start).Seconds())
+	}
+	for {
+		select {
+		case <-stop:
+			outMu.Lock()
+			if o.TTY {
+				fmt.Fprint(o.Out, "\r\033[K")
+			}
+			fmt.Fprintln(o.Out, line())
+			outMu.Unlock()
+			return
+		case <-time.After(every):
+			outMu.Lock()
+			if o.TTY {
+				fmt.Fprint(o.Out, "\r\033[K"+line())
+			} else {
+				fmt.Fprintln(o.Out, line())
+			}
+			outMu.Unlock()
+		}
+	}
+}

@@ -1,0 +1,217 @@
+package demo
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"slices"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/kvhash/kvhash/router/proxy"
+)
+
+// outcome is what one replayed request measured.
+type outcome struct {
+	ok                  bool
+	prompt, cached      int
+	ttftMs, routeUs     float64
+	worker              string
+	status              int
+	haveUsage, haveTTFT bool
+}
+
+// requestBody is one trace request as a streaming completion with token
+// ids (usage asked for: it carries the cached tokens).
+func requestBody(model string, tokens []uint32, maxTokens int) []byte {
+	b, _ := json.Marshal(map[string]any{
+		"model": model, "prompt": tokens, "max_tokens": max(maxTokens, 1), "stream": true,
+		"stream_options": map[string]bool{"include_usage": true},
+	})
+	return b
+}
+
+// send replays one request through kvrouter's proxy under a policy.
+func send(ctx context.Context, hc *http.Client, url string, pol proxy.Policy, body []byte) outcome {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url+"/v1/completions", bytes.NewReader(body))
+	if err != nil {
+		return outcome{}
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set(proxy.PolicyHeader, string(pol))
+	resp, err := hc.Do(req)
+	if err != nil {
+		return outcome{}
+	}
+	defer resp.Body.Close()
+	o := outcome{status: resp.StatusCode, worker: resp.Header.Get(proxy.HeaderWorker)}
+	o.routeUs, _ = strconv.ParseFloat(resp.Header.Get(proxy.HeaderRouteUs), 64)
+	if v := resp.Header.Get("X-Kvmock-Ttft-Ms"); v != "" {
+		o.ttftMs, _ = strconv.ParseFloat(v, 64)
+		o.haveTTFT = true
+	}
+	if resp.StatusCode != http.StatusOK {
+		_, _ = io.Copy(io.Discard, resp.Body)
+		return o
+	}
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 64<<10), 16<<20)
+	done := false
+	for sc.Scan() {
+		line, ok := bytes.CutPrefix(sc.Bytes(), []byte("data: "))
+		if !ok {
+			continue
+		}
+		if string(line) == "[DONE]" {
+			done = true
+			continue
+		}
+		if !bytes.Contains(line, []byte(`"usage"`)) {
+			continue
+		}
+		var u struct {
+			Usage *struct {
+				PromptTokens        int `json:"prompt_tokens"`
+				PromptTokensDetails *struct {
+					CachedTokens int `json:"cached_tokens"`
+				} `json:"prompt_tokens_details"`
+			} `json:"usage"`
+		}
+		if json.Unmarshal(line, &u) == nil && u.Usage != nil {
+			o.prompt, o.haveUsage = u.Usage.PromptTokens, true
+			if u.Usage.PromptTokensDetails != nil {
+				o.cached = u.Usage.PromptTokensDetails.CachedTokens
+			}
+		}
+	}
+	o.ok = done && o.haveUsage && sc.Err() == nil
+	return o
+}
+
+// progress is a replay's live counters.
+type progress struct {
+	sent, done, failed atomic.Int64
+	prompt, cached     atomic.Int64
+}
+
+func (p *progress) hitRate() float64 {
+	if n := p.prompt.Load(); n > 0 {
+		return float64(p.cached.Load()) / float64(n)
+	}
+	return 0
+}
+
+// replay sends every request at its (compressed) arrival time and waits
+// for all answers. at(i) runs before request i is sent (the scenario's
+// hook); it may block.
+func replay(ctx context.Context, hc *http.Client, url string, pol proxy.Policy, reqs []Request, bodies [][]byte,
+	speedup float64, prog *progress, at func(i int)) []outcome {
+	out := make([]outcome, len(reqs))
+	var wg sync.WaitGroup
+	start := time.Now()
+	for i, q := range reqs {
+		if at != nil {
+			at(i)
+		}
+		due := start.Add(time.Duration(q.Timestamp / speedup * float64(time.Millisecond)))
+		if d := time.Until(due); d > 0 {
+			select {
+			case <-time.After(d):
+			case <-ctx.Done():
+			}
+		}
+		if ctx.Err() != nil {
+			break
+		}
+		prog.sent.Add(1)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			o := send(ctx, hc, url, pol, bodies[i])
+			out[i] = o
+			if o.ok {
+				prog.prompt.Add(int64(o.prompt))
+				prog.cached.Add(int64(o.cached))
+			} else {
+				prog.failed.Add(1)
+			}
+			prog.done.Add(1)
+		}()
+	}
+	wg.Wait()
+	return out
+}
+
+// Result is one policy's row of the table.
+type Result struct {
+	Policy        proxy.Policy
+	Requests      int
+	Failed        int
+	PromptTokens  int64
+	CachedTokens  int64
+	HitRate       float64
+	PrefillTokens int64 // prompt tokens computed (not cached)
+	TTFTMeanMs    float64
+	TTFTP90Ms     float64
+	RouteP50Us    float64
+	RouteP99Us    float64
+	Violations    uint64
+	Quarantines   uint64
+	States        string // the workers' states at the end
+	Wall          time.Duration
+}
+
+func summarize(pol proxy.Policy, outs []outcome) Result {
+	r := Result{Policy: pol, Requests: len(outs)}
+	var ttft, route []float64
+	for _, o := range outs {
+		if !o.ok {
+			r.Failed++
+		} else {
+			r.PromptTokens += int64(o.prompt)
+			r.CachedTokens += int64(o.cached)
+		}
+		if o.haveTTFT && o.ok {
+			ttft = append(ttft, o.ttftMs)
+		}
+		if o.status != 0 && o.worker != "" {
+			route = append(route, o.routeUs)
+		}
+	}
+	r.PrefillTokens = r.PromptTokens - r.CachedTokens
+	if r.PromptTokens > 0 {
+		r.HitRate = float64(r.CachedTokens) / float64(r.PromptTokens)
+	}
+	r.TTFTMeanMs = mean(ttft)
+	r.TTFTP90Ms = quantile(ttft, 0.9)
+	r.RouteP50Us = quantile(route, 0.5)
+	r.RouteP99Us = quantile(route, 0.99)
+	return r
+}
+
+func mean(v []float64) float64 {
+	if len(v) == 0 {
+		return 0
+	}
+	s := 0.0
+	for _, x := range v {
+		s += x
+	}
+	return s / float64(len(v))
+}
+
+// quantile is the nearest-rank q-quantile.
+func quantile(v []float64, q float64) float64 {
+	if len(v) == 0 {
+		return 0
+	}
+	s := slices.Clone(v)
+	slices.Sort(s)
+	i := int(q*float64(len(s))+0.5) - 1
+	return s[min(max(i, 0), len(s)-1)]
+}

@@ -1,0 +1,140 @@
+package proxy
+
+import (
+	"fmt"
+
+	"github.com/kvhash/kvhash/router/indexer"
+	"github.com/kvhash/kvhash/router/route"
+)
+
+// Policy names how a request's worker is chosen.
+type Policy string
+
+// The policies. PolicyKV is kvrouter's; the others are the baselines a
+// KV-aware router is measured against.
+const (
+	PolicyKV          Policy = "kvrouter"
+	PolicyRoundRobin  Policy = "round_robin"
+	PolicyRandom      Policy = "random"
+	PolicyLeastLoaded Policy = "least_loaded"
+)
+
+// Policies lists every policy, kvrouter's first.
+var Policies = []Policy{PolicyKV, PolicyRoundRobin, PolicyRandom, PolicyLeastLoaded}
+
+// PolicyHeader is the request header that picks a policy.
+const PolicyHeader = "X-Kvrouter-Policy"
+
+// ParsePolicy reads a policy name ("kv" is accepted for kvrouter).
+func ParsePolicy(s string) (Policy, error) {
+	switch Policy(s) {
+	case PolicyKV, "kv":
+		return PolicyKV, nil
+	case PolicyRoundRobin, PolicyRandom, PolicyLeastLoaded:
+		return Policy(s), nil
+	}
+	return "", fmt.Errorf("policy %q: want %s, %s, %s or %s", s, PolicyKV, PolicyRoundRobin, PolicyRandom, PolicyLeastLoaded)
+}
+
+// target is where one request goes.
+type target struct {
+	WorkerID uint64
+	BaseURL  string
+	// RequestID names the request in the router's load table (kvrouter's
+	// policy only; "" otherwise).
+	RequestID string
+	Overlap   uint32
+}
+
+// pick chooses the worker for a request under a policy and records its
+// load. The caller must call release(t) when the request ends.
+func (p *Proxy) pick(pol Policy, req clientRequest, tokens []uint32) (target, error) {
+	key := indexer.ModelKey{Model: req.Model}
+	if pol == PolicyKV {
+		return p.pickKV(req, tokens)
+	}
+	cands, err := p.ix.Candidates(key)
+	if err != nil {
+		return target{}, routeError(err)
+	}
+	// Ranks of one worker share its base URL: the baselines choose among
+	// workers, as a plain load balancer does.
+	ids := make([]uint64, 0, len(cands))
+	for _, c := range cands {
+		if len(ids) > 0 && ids[len(ids)-1] == c.Worker.ID {
+			continue
+		}
+		if p.baseURL(c.Worker.ID) != "" {
+			ids = append(ids, c.Worker.ID)
+		}
+	}
+	if len(ids) == 0 {
+		return target{}, unavailable("no_worker", "model %q has no healthy worker with a base_url", req.Model)
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var id uint64
+	switch pol {
+	case PolicyRoundRobin:
+		id = ids[int((p.rrNext.Add(1)-1)%uint64(len(ids)))]
+	case PolicyRandom:
+		id = ids[p.rng.IntN(len(ids))]
+	case PolicyLeastLoaded:
+		best, ties := -1, 0
+		for _, c := range ids {
+			n := p.inflight[c]
+			switch {
+			case best < 0 || n < best:
+				best, ties, id = n, 1, c
+			case n == best:
+				// Reservoir sampling: ties broken uniformly.
+				ties++
+				if p.rng.IntN(ties) == 0 {
+					id = c
+				}
+			}
+		}
+	default:
+		return target{}, badRequest("invalid_policy", "unknown policy %q", pol)
+	}
+	p.inflight[id]++
+	return target{WorkerID: id, BaseURL: p.baseURLs[id]}, nil
+}
+
+func (p *Proxy) pickKV(req clientRequest, tokens []uint32) (target, error) {
+	id := fmt.Sprintf("kvp-%d", p.nextID.Add(1))
+	d, err := p.rt.Route(route.Request{Model: req.Model, TokenIDs: tokens, CacheSalt: req.CacheSalt, RequestID: id})
+	if err != nil {
+		return target{}, routeError(err)
+	}
+	u := p.baseURL(d.WorkerID)
+	if u == "" {
+		p.rt.Free(id)
+		return target{}, unavailable("no_base_url", "worker %d was chosen but was registered without a base_url: register engines with base_url to proxy to them", d.WorkerID)
+	}
+	p.mu.Lock()
+	p.inflight[d.WorkerID]++
+	p.mu.Unlock()
+	return target{WorkerID: d.WorkerID, BaseURL: u, RequestID: id, Overlap: d.OverlapBlocks}, nil
+}
+
+// prefillDone marks the request's prefill done (first token).
+func (p *Proxy) prefillDone(t target) {
+	if t.RequestID != "" {
+		p.rt.PrefillDone(t.RequestID)
+	}
+}
+
+// release ends the request's load.
+func (p *Proxy) release(t target) {
+	if t.RequestID != "" {
+		p.rt.Free(t.RequestID)
+	}
+	p.mu.Lock()
+	if p.inflight[t.WorkerID] <= 1 {
+		delete(p.inflight, t.WorkerID)
+	} else {
+		p.inflight[t.WorkerID]--
+	}
+	p.mu.Unlock()
+}

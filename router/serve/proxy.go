@@ -1,0 +1,25 @@
+package serve
+
+import (
+	"fmt"
+
+	"github.com/kvhash/kvhash/router/proxy"
+)
+
+// attachProxy puts the OpenAI proxy and the dashboard (router/proxy) in
+// front of the API: POST /v1/completions and /v1/chat/completions are
+// routed and forwarded to engines' base URLs, GET / is the dashboard.
+func (s *Server) attachProxy() error {
+	px, err := proxy.New(proxy.Options{
+		Indexer: s.ix, Router: s.rt, Logger: s.log, MaxBodyBytes: s.cfg.Limits.MaxBodyBytes,
+	})
+	if err != nil {
+		return fmt.Errorf("serve: %w", err)
+	}
+	s.px = px
+	s.routes = px.Wrap(s.routes)
+	return nil
+}
+
+// Proxy is the server's proxy (its stats feed the dashboard).
+func (s *Server) Proxy() *proxy.Proxy { return s.px }
