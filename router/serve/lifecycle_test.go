@@ -6,8 +6,10 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -199,4 +201,20 @@ func TestConcurrentRoutesDuringIngestion(t *testing.T) {
 	require.Len(t, sizes, 1)
 	assert.Equal(t, uint64(workers*40*4), sizes[0].Pairs, "every event applied")
 	assert.Zero(t, s.srv.Router().Stats().ActiveRequests, "every route was freed")
+}
+
+func TestSnapshotIsWrittenEveryInterval(t *testing.T) {
+	cfg := testConfig()
+	cfg.Snapshot.Path = filepath.Join(t.TempDir(), "kvrouter.snap")
+	cfg.Snapshot.Interval = 20 * time.Millisecond
+	s := newTestServer(t, cfg)
+	s.must(201, "POST", "/v1/workers", `{"worker_id":1,"model":"m"}`, nil)
+	require.Eventually(t, func() bool {
+		_, err := os.Stat(cfg.Snapshot.Path)
+		return err == nil
+	}, 10*time.Second, 10*time.Millisecond, "a snapshot before any shutdown")
+	require.Eventually(t, func() bool { // counted just after the rename
+		_, body := s.do("GET", "/metrics", "")
+		return strings.Contains(string(body), `kvrouter_snapshot_writes_total{result="ok"}`)
+	}, 10*time.Second, 10*time.Millisecond)
 }
