@@ -11,7 +11,11 @@ Static metadata lives in pyproject.toml; this file only does what it cannot:
   conversion only, the package works without it). Being compiled against
   CPython's API (not the limited one: it reads ints' digits), it makes the
   wheel ``cp3X-cp3X-<platform>``, one interpreter version on one platform;
-  setuptools' own bdist_wheel tags it so;
+  setuptools' own bdist_wheel tags it so, and ``make python`` then has
+  ``auditwheel repair`` retag it ``manylinux_2_NN`` (what package indexes
+  accept). The limited API (one ``abi3`` wheel for every CPython) was
+  measured and rejected: without reading digits the extension is no faster
+  than the ``array`` fallback it exists to beat (docs/api/python.md);
 - intermediate files go under the repository's ``build/python/``.
 
 Artefacts: ``KVHASH_LIBRARY`` and ``KVHASH_WASM`` if set, else

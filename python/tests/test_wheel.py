@@ -7,6 +7,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import subprocess
 import sys
 import sysconfig
@@ -33,15 +34,18 @@ def _sha(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
-def test_wheel_is_a_cpython_wheel_with_the_artefacts_and_the_extension():
+def test_wheel_is_a_manylinux_cpython_wheel_with_the_artefacts_and_the_extension():
     wheel = _wheel()
     name, version, py, abi, plat = wheel.stem.split("-")
     assert name == "kvhash"
     # An extension module ties the wheel to this interpreter's version and ABI.
     cp = "cp%d%d" % sys.version_info[:2]
     assert (py, abi) == (cp, cp)
-    assert plat == sysconfig.get_platform().replace("-", "_").replace(".", "_")
-    assert plat != "any"
+    # A tag package indexes accept (issue 10, item 21): manylinux_2_NN for
+    # this machine's architecture, given by auditwheel repair.
+    arch = sysconfig.get_platform().split("-", 1)[1].replace("-", "_")
+    assert re.fullmatch(r"manylinux_2_\d+_" + re.escape(arch), plat), plat
+    assert not plat.startswith("linux_")
     with zipfile.ZipFile(wheel) as z:
         names = set(z.namelist())
         for member in (
@@ -162,3 +166,54 @@ def test_installed_wheel_without_the_library_explains(installed):
     res = _run(installed, "-c", "import kvhash", extra_env={"KVHASH_LIBRARY": "/nonexistent/libkvhash.so"})
     assert res.returncode != 0
     assert "KVHASH_LIBRARY" in res.stderr and "/nonexistent/libkvhash.so" in res.stderr
+
+
+def test_installed_wheel_names_the_wasm_extra_when_wasmtime_is_missing(installed):
+    # The fresh venv has no wasmtime (the wheel has no dependencies).
+    res = _run(installed, "-c", "import kvhash", extra_env={"KVHASH_BACKEND": "wasm"})
+    assert res.returncode != 0
+    assert "ModuleNotFoundError" in res.stderr and "pip install 'kvhash[wasm]'" in res.stderr, res.stderr
+
+
+def test_installed_wheel_declares_the_pinned_extras(installed):
+    python, _, _ = installed
+    res = _run(
+        installed,
+        "-c",
+        "import importlib.metadata as m; print('\\n'.join(m.requires('kvhash') or []))",
+    )
+    assert res.returncode == 0, res.stderr
+    requires = res.stdout.splitlines()
+    assert any(r.startswith("wasmtime") and "<38" in r and ">=37" in r and 'extra == "wasm"' in r for r in requires), requires
+    assert any(r.startswith("numpy") and 'extra == "numpy"' in r for r in requires), requires
+
+
+def test_installed_wheel_help_is_plain_text(installed):
+    res = _run(installed, "-m", "kvhash", "--help")
+    assert res.returncode == 0 and res.stdout.startswith("usage: python -m kvhash"), res.stderr
+
+
+# -- the documented example (issue 10, item 20)
+
+DOC = Path(__file__).resolve().parents[2] / "docs" / "api" / "python.md"
+DOC_MARKER = "<!-- The code block below and the output block after it are run by"
+
+
+def _documented_example() -> "tuple[str, str]":
+    """The code block after the marker in docs/api/python.md and the text
+    block after it (what it prints)."""
+    text = DOC.read_text(encoding="utf-8")
+    assert DOC_MARKER in text, "the example marker is gone from %s" % DOC
+    after = text.split(DOC_MARKER, 1)[1]
+    code = re.search(r"```python\n(.*?)```", after, re.S)
+    output = re.search(r"```text\n(.*?)```", after, re.S)
+    assert code and output and code.end() < output.start()
+    return code.group(1), output.group(1)
+
+
+def test_documented_example_runs_against_the_installed_wheel(installed):
+    # A fresh venv with only the wheel: no numpy, no repository on the path.
+    code, want = _documented_example()
+    res = _run(installed, "-c", code)
+    assert res.returncode == 0, res.stderr
+    assert res.stdout == want
