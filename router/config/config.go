@@ -32,6 +32,8 @@ type Config struct {
 	Index    Index    `yaml:"index"`
 	Routing  Routing  `yaml:"routing"`
 	Limits   Limits   `yaml:"limits"`
+	// NATS: router replicas sharing one event plane (nats.go).
+	NATS NATS `yaml:"nats"`
 
 	// ShutdownTimeout bounds the graceful drain of HTTP requests.
 	ShutdownTimeout time.Duration `yaml:"shutdown_timeout"`
@@ -182,6 +184,7 @@ func (c *Config) Validate() error {
 	if c.ShutdownTimeout <= 0 {
 		bad("shutdown_timeout: %v; want > 0", c.ShutdownTimeout)
 	}
+	errs = append(errs, c.validateNATS()...)
 	seen := map[uint64]bool{}
 	for i, w := range c.Workers {
 		if err := w.Validate(); err != nil {

@@ -84,6 +84,14 @@ func newFlagSet(name string, c *Config, p *Parsed, out io.Writer) *flag.FlagSet 
 	fs.Int64Var(&c.Limits.MaxBodyBytes, "max-body-bytes", c.Limits.MaxBodyBytes, "largest HTTP request body (413 above)")
 	fs.IntVar(&c.Limits.MaxTokens, "max-tokens", c.Limits.MaxTokens, "most token ids in one request (413 above)")
 	fs.DurationVar(&c.ShutdownTimeout, "shutdown-timeout", c.ShutdownTimeout, "graceful drain limit")
+	fs.StringVar(&c.NATS.URL, "nats", c.NATS.URL, "event plane for router replicas: embedded (in-process NATS with JetStream) or nats://host:4222; empty: this router alone")
+	fs.StringVar(&c.NATS.Store, "nats-store", c.NATS.Store, "the embedded NATS server's JetStream directory (empty: a temporary one)")
+	fs.StringVar(&c.NATS.ReplicaID, "replica-id", c.NATS.ReplicaID, "this replica's name on the event plane (empty: hostname-pid)")
+	fs.DurationVar(&c.NATS.StreamMaxAge, "nats-stream-max-age", c.NATS.StreamMaxAge, "event stream retention by age (0: 24h)")
+	fs.Int64Var(&c.NATS.StreamMaxBytes, "nats-stream-max-bytes", c.NATS.StreamMaxBytes, "event stream retention by size (0: 1 GiB)")
+	fs.DurationVar(&c.NATS.SnapshotInterval, "nats-snapshot-interval", c.NATS.SnapshotInterval, "index snapshots to the object store every (0: 1m; well below the max age)")
+	fs.DurationVar(&c.NATS.LeaseTTL, "nats-lease-ttl", c.NATS.LeaseTTL, "an engine's ingest lease expires after this without renewal (0: 5s)")
+	fs.DurationVar(&c.NATS.ReplicaTimeout, "nats-replica-timeout", c.NATS.ReplicaTimeout, "a replica silent this long has its requests expired (0: 5s)")
 	fs.Var(workerFlag{&c.Workers}, "worker", "register a worker: id=1,model=M,endpoint=tcp://h:5557[,replay_endpoint=...][,dp_size=N][,topic=T][,tenant=T][,base_url=U][,engine_hash=H] (repeatable)")
 	return fs
 }

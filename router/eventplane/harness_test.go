@@ -259,4 +259,3 @@ func embedded(t *testing.T) *Embedded {
 	t.Cleanup(e.Shutdown)
 	return e
 }
-

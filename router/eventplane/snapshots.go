@@ -54,7 +54,7 @@ func (p *Plane) writeSnapshot() error {
 	p.applyMu.Unlock()
 	data, err := snapshot.Encode(saved)
 	if err == nil {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		_, err = p.obj.Put(ctx, jetstream.ObjectMeta{
 			Name:     p.snapshotName(),
 			Metadata: map[string]string{metaStreamSeq: strconv.FormatUint(seq, 10), metaReplica: p.opts.ReplicaID},

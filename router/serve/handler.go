@@ -125,6 +125,7 @@ func (s *Server) readyz(w http.ResponseWriter, _ *http.Request) {
 		"snapshot":      s.ready.snapshot.Load(),
 		"subscriptions": s.ready.subscriptions.Load(),
 	}
+	planeWhy := s.eventPlaneReady(checks)
 	status := http.StatusOK
 	for _, ok := range checks {
 		if !ok {
@@ -135,5 +136,9 @@ func (s *Server) readyz(w http.ResponseWriter, _ *http.Request) {
 	if status != http.StatusOK {
 		state = "not_ready"
 	}
-	writeJSON(w, status, map[string]any{"status": state, "checks": checks})
+	body := map[string]any{"status": state, "checks": checks}
+	if planeWhy != "" {
+		body["event_plane"] = planeWhy
+	}
+	writeJSON(w, status, body)
 }
