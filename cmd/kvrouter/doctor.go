@@ -121,16 +121,16 @@ func writeDoctorText(w io.Writer, rep verify.Report) {
 }
 
 type doctorRankJSON struct {
-	DPRank          uint32 `json:"dp_rank"`
-	Verdict         string `json:"verdict"`
-	Scheme          string `json:"scheme"`
-	Seed            string `json:"seed"`
-	Reason          string `json:"reason"`
-	RootStores      uint64 `json:"root_stores"`
-	Checked         uint64 `json:"checked"`
-	Mismatches      uint64 `json:"mismatches"`
-	OtherBlockSize  bool   `json:"other_block_size"`
-	StoredEventsAll uint64 `json:"stored_events"`
+	DPRank         uint32 `json:"dp_rank"`
+	Verdict        string `json:"verdict"`
+	Scheme         string `json:"scheme"`
+	Seed           string `json:"seed"`
+	Reason         string `json:"reason"`
+	RootStores     uint64 `json:"root_stores"`
+	Checked        uint64 `json:"checked"`
+	Mismatches     uint64 `json:"mismatches"`
+	OtherBlockSize bool   `json:"other_block_size"`
+	Stores         uint64 `json:"stored_events"`
 }
 
 func writeDoctorJSON(w io.Writer, rep verify.Report) {
@@ -139,7 +139,7 @@ func writeDoctorJSON(w io.Writer, rep verify.Report) {
 		eh := rk.EngineHash
 		ranks = append(ranks, doctorRankJSON{DPRank: rk.DPRank, Verdict: eh.Verdict.String(), Scheme: string(eh.Scheme), Seed: eh.Seed,
 			Reason: eh.Reason, RootStores: eh.RootStores, Checked: eh.Checked, Mismatches: eh.Mismatches,
-			OtherBlockSize: rk.OtherBlockSize, StoredEventsAll: rk.Stores})
+			OtherBlockSize: rk.OtherBlockSize, Stores: rk.Stores})
 	}
 	v := rep.Verdict()
 	out := map[string]any{"endpoint": rep.Endpoint, "topic": rep.Topic, "seconds": rep.Waited.Seconds(),

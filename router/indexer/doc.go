@@ -35,6 +35,23 @@
 //
 // Each transition is logged once, at warn level, with the fix.
 //
+// # Engine-hash verification
+//
+// Independently of its state, each rank has a verdict on its engine's block
+// ids (Verdict, EngineHashInfo; verify.go): the id of a block stored at the
+// root of the engine's tree depends only on the engine's scheme, its seed
+// and the block's content, so the indexer recomputes it (router/enginehash)
+// under the worker's engine_hash (WorkerSpec.EngineHash: auto, off, SCHEME
+// or SCHEME:SEED). pending: no root store yet; verified (scheme, seed);
+// unverifiable (why); unstable: a conclusive root store matched nothing,
+// which is what a random root per process gives. The first
+// Options.VerifyFirst root stores are checked (again after each engine
+// restart), then one in Options.VerifyEvery; unverified ranks check every
+// one. Unstable is logged once with the fix and, in enforce mode,
+// quarantines the rank until a root store verifies again. Workers of one
+// index verified under different candidates are reported once
+// (HashAgreements, EngineHashInfo.Disagrees).
+//
 // # Salt
 //
 // The cache salt (SGLang's cache_salt key, or vLLM's salt: the string in
