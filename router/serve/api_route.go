@@ -48,7 +48,12 @@ func decodeRouteRequest(body []byte, maxTokens int) (route.Request, bool, error)
 
 func (s *Server) postRoute(w http.ResponseWriter, r *http.Request) error {
 	start := time.Now()
-	body, err := readBody(w, r, s.cfg.Limits.MaxBodyBytes)
+	// The body is garbage once decoded (the request copies what it keeps):
+	// its buffer goes back to the pool, a few KiB less to collect a route.
+	in := bufPool.Get().(*[]byte)
+	defer bufPool.Put(in)
+	body, err := readBodyInto((*in)[:0], w, r, s.cfg.Limits.MaxBodyBytes)
+	*in = body
 	if err != nil {
 		return err
 	}

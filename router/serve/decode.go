@@ -34,6 +34,29 @@ func readBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, erro
 	return body, nil
 }
 
+// readBodyInto is readBody appending to buf (a pooled buffer): no
+// allocation when buf has room.
+func readBodyInto(buf []byte, w http.ResponseWriter, r *http.Request, limit int64) ([]byte, error) {
+	rd := http.MaxBytesReader(w, r.Body, limit)
+	for {
+		if len(buf) == cap(buf) {
+			buf = append(buf, 0)[:len(buf)]
+		}
+		n, err := rd.Read(buf[len(buf):cap(buf)])
+		buf = buf[:len(buf)+n]
+		if errors.Is(err, io.EOF) {
+			return buf, nil
+		}
+		if err != nil {
+			var mbe *http.MaxBytesError
+			if errors.As(err, &mbe) {
+				return buf, tooLarge("body_too_large", "request body is larger than %d bytes", mbe.Limit)
+			}
+			return buf, badRequest("body_unreadable", "reading the request body: %v", err)
+		}
+	}
+}
+
 // decodeStrict decodes one JSON value into v: unknown fields, wrong types
 // and trailing data are errors naming the field. Integers go straight into
 // their Go type (never through float64), so u64 values above 2^53 are
