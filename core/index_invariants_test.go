@@ -153,20 +153,21 @@ func checkSet(t *tree, n uint32) error {
 // every key is found from its home slot without crossing an empty slot.
 func checkNameTable(m *nameTable) error {
 	n := 0
-	for i, v := range m.vals {
-		if v == 0 {
+	for i := range m.slots {
+		if m.slots[i].v == 0 {
 			continue
 		}
 		n++
-		mask := len(m.keys) - 1
-		for j := m.slot(m.keys[i]); j != i; j = (j + 1) & mask {
-			if m.vals[j] == 0 {
-				return fmt.Errorf("key %d at slot %d is cut off from its home slot by empty slot %d", m.keys[i], i, j)
+		mask := len(m.slots) - 1
+		k := m.slots[i].key()
+		for j := m.slot(k); j != i; j = (j + 1) & mask {
+			if m.slots[j].v == 0 {
+				return fmt.Errorf("key %d at slot %d is cut off from its home slot by empty slot %d", k, i, j)
 			}
 		}
 	}
-	if n != m.count || 4*n > 3*len(m.keys) {
-		return fmt.Errorf("table counts %d, holds %d in %d slots", m.count, n, len(m.keys))
+	if n != m.count || 4*n > 3*len(m.slots) {
+		return fmt.Errorf("table counts %d, holds %d in %d slots", m.count, n, len(m.slots))
 	}
 	return nil
 }

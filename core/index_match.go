@@ -78,6 +78,13 @@ func (t *tree) appendMatches(dst []Match, q []uint64, earlyExit bool, sc *matchS
 		count = set.n
 	}
 	for int(depth) < len(q) {
+		if count == 1 && !useBits && !earlyExit {
+			// One worker left: the common case of a prompt cached on the
+			// worker it was routed to. Follow its chain without the set
+			// bookkeeping.
+			depth = t.followOne(q, depth, cur, sc.small[0])
+			break
+		}
 		if earlyExit && count == 1 && t.branches(cur) {
 			break
 		}
@@ -147,6 +154,20 @@ func (t *tree) appendMatches(dst []Match, q []uint64, earlyExit bool, sc *matchS
 		}
 	}
 	return t.appendScored(dst, sc)
+}
+
+// followOne walks on from node cur at depth along q while worker wi holds
+// the next block, returning the depth reached.
+func (t *tree) followOne(q []uint64, depth uint32, cur, wi uint32) uint32 {
+	for int(depth) < len(q) {
+		next := t.child(cur, q[depth])
+		if next == noNode || !t.node(next).set.has(&t.bitsets, wi) {
+			break
+		}
+		depth++
+		cur = next
+	}
+	return depth
 }
 
 // branches reports whether node n has more than one child.

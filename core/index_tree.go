@@ -175,7 +175,9 @@ func (t *tree) stored(w Worker, _ uint64, parent *uint64, blocks []StoredBlock, 
 	for i := range blocks {
 		x, l := blocks[i].BlockHash, blocks[i].TokensHash
 		n := t.child(cur, l)
-		old, named := lookup.get(x)
+		// One probe for a new name: where x was not found is where bind
+		// puts it (at), as nothing changes the lookup in between.
+		old, named, at := lookup.find(x)
 		switch {
 		case n != noNode:
 			if ext := t.node(n).external; ext != x {
@@ -201,8 +203,9 @@ func (t *tree) stored(w Worker, _ uint64, parent *uint64, blocks []StoredBlock, 
 				// holds below it (in this store or before) is cut off.
 				t.violation(wi, r, ViolationNameReused, x, 0)
 				t.ghost(wi, old, x)
+				at = -1
 			}
-			t.bind(wi, n, x)
+			t.bind(wi, n, x, at)
 		}
 		cur = n
 	}
@@ -223,8 +226,8 @@ func (t *tree) chainTop(cur uint32) uint32 {
 // names no node of wi. The worker's names stay one-to-one with the nodes
 // it holds by name: a node it held under another name is renamed, one it
 // held without a name gets x. (A name that named another node was taken
-// from it first: see ghost.)
-func (t *tree) bind(wi, n uint32, x uint64) {
+// from it first: see ghost.) at is where find placed x, or -1.
+func (t *tree) bind(wi, n uint32, x uint64, at int) {
 	ws := &t.workers[wi]
 	nn := t.node(n)
 	if nn.set.has(&t.bitsets, wi) {
@@ -234,10 +237,13 @@ func (t *tree) bind(wi, n uint32, x uint64) {
 			ws.lookup.del(t.name(n, wi))
 			delete(t.aliases, aliasKey(n, wi))
 		}
+		at = -1 // the lookup changed
 	} else {
 		nn.set.add(&t.bitsets, wi)
 	}
-	ws.lookup.put(x, n)
+	if !ws.lookup.insertAt(at, x, n) {
+		ws.lookup.put(x, n)
+	}
 	if x != nn.external {
 		nn.flags |= flagAlias
 		t.aliases[aliasKey(n, wi)] = x
@@ -263,12 +269,12 @@ func (t *tree) leave(wi, n uint32) {
 func (t *tree) removed(w Worker, _ uint64, hashes []uint64, r *report) {
 	wi := t.intern(w)
 	for _, h := range hashes {
-		n, ok := t.workers[wi].lookup.get(h)
+		n, ok, at := t.workers[wi].lookup.find(h)
 		if !ok {
 			t.violation(wi, r, ViolationBlockNotFound, h, 0)
 			continue
 		}
-		t.workers[wi].lookup.del(h)
+		t.workers[wi].lookup.delAt(at)
 		t.leave(wi, n)
 	}
 }

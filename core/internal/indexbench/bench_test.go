@@ -146,3 +146,47 @@ func queryLatencies(x *core.Index, ps []Prompt, n, passes int) []int64 {
 	}
 	return out
 }
+
+var streamFlag = flag.String("stream", "", "a .kvs stream (indexstream gen) for BenchmarkStreamProbes")
+
+// BenchmarkStreamProbes replays a stream once, then times its probe
+// queries (64 blocks each) against the final index: the loop to profile
+// for matching (-cpuprofile). Skipped without -stream.
+func BenchmarkStreamProbes(b *testing.B) {
+	if *streamFlag == "" {
+		b.Skip("no -stream FILE")
+	}
+	s, err := ReadStreamFile(*streamFlag)
+	if err != nil {
+		b.Fatal(err)
+	}
+	x := core.NewIndex(core.IndexOptions{Mode: core.ModeEnforce})
+	var probes [][]uint64
+	var buf []core.StoredBlock
+	for i := range s.Records {
+		r := &s.Records[i]
+		w := core.Worker{ID: uint64(r.Worker)}
+		switch r.Kind {
+		case RecProbe:
+			probes = append(probes, r.Local)
+		case RecRemoved:
+			if err := x.ApplyRemoved(w, uint64(i), r.Hashes); err != nil {
+				b.Fatal(err)
+			}
+		case RecStored:
+			var parent *uint64
+			if r.HasParent {
+				parent = &r.Parent
+			}
+			buf = storeArgs(buf, r)
+			if err := x.ApplyStored(w, uint64(i), parent, buf); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	dst := make([]core.Match, 0, 256)
+	b.ResetTimer()
+	for i := range b.N {
+		dst = x.AppendMatches(dst[:0], probes[i%len(probes)], false)
+	}
+}

@@ -19,6 +19,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"runtime/pprof"
 
 	"github.com/kvhash/kvhash/core/internal/indexbench"
 )
@@ -89,12 +90,27 @@ func gen(args []string) error {
 }
 
 func replay(args []string) error {
+	fl := flag.NewFlagSet("replay", flag.ExitOnError)
+	profile := fl.String("cpuprofile", "", "write a CPU profile of the replay to this file")
+	fl.Parse(args)
+	args = fl.Args()
 	if len(args) != 1 {
 		return fmt.Errorf("replay takes one stream file")
 	}
 	s, err := indexbench.ReadStreamFile(args[0])
 	if err != nil {
 		return err
+	}
+	if *profile != "" {
+		f, err := os.Create(*profile)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return err
+		}
+		defer pprof.StopCPUProfile()
 	}
 	res, err := indexbench.ReplayStream(s)
 	if err != nil {
