@@ -157,14 +157,33 @@ func (t *tree) appendMatches(dst []Match, q []uint64, earlyExit bool, sc *matchS
 }
 
 // followOne walks on from node cur at depth along q while worker wi holds
-// the next block, returning the depth reached.
+// the next block, returning the depth reached. It is the match's inner
+// loop for long prompts (thousands of blocks), so the child lookup and
+// the membership test are written out here: a chain node has one child,
+// found with one compare, and a lone worker is most often its only holder.
 func (t *tree) followOne(q []uint64, depth uint32, cur, wi uint32) uint32 {
-	for int(depth) < len(q) {
-		next := t.child(cur, q[depth])
-		if next == noNode || !t.node(next).set.has(&t.bitsets, wi) {
+	for ; int(depth) < len(q); depth++ {
+		h := q[depth]
+		cn := t.node(cur)
+		next := noNode
+		if cn.childMap != 0 {
+			next = t.child(cur, h)
+		} else {
+			for c := cn.firstChild; c != noNode; {
+				n := t.node(c)
+				if n.local == h {
+					next = c
+					break
+				}
+				c = n.next
+			}
+		}
+		if next == noNode {
 			break
 		}
-		depth++
+		if s := &t.node(next).set; !(s.n == 1 && s.w[0] == wi) && !s.has(&t.bitsets, wi) {
+			break
+		}
 		cur = next
 	}
 	return depth
