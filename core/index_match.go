@@ -162,29 +162,36 @@ func (t *tree) appendMatches(dst []Match, q []uint64, earlyExit bool, sc *matchS
 // the membership test are written out here: a chain node has one child,
 // found with one compare, and a lone worker is most often its only holder.
 func (t *tree) followOne(q []uint64, depth uint32, cur, wi uint32) uint32 {
+	// Node pointers are stable here: readers hold the read lock, so no
+	// node page moves or is added while the walk runs. The node found as
+	// the child is the next step's parent: one node load per block.
+	cn := t.node(cur)
 	for ; int(depth) < len(q); depth++ {
 		h := q[depth]
-		cn := t.node(cur)
-		next := noNode
+		var next *node
 		if cn.childMap != 0 {
-			next = t.child(cur, h)
+			c, ok := t.childMaps[cn.childMap][h]
+			if !ok {
+				break
+			}
+			next = t.node(c)
 		} else {
 			for c := cn.firstChild; c != noNode; {
 				n := t.node(c)
 				if n.local == h {
-					next = c
+					next = n
 					break
 				}
 				c = n.next
 			}
+			if next == nil {
+				break
+			}
 		}
-		if next == noNode {
+		if s := &next.set; !(s.n == 1 && s.w[0] == wi) && !s.has(&t.bitsets, wi) {
 			break
 		}
-		if s := &t.node(next).set; !(s.n == 1 && s.w[0] == wi) && !s.has(&t.bitsets, wi) {
-			break
-		}
-		cur = next
+		cn = next
 	}
 	return depth
 }
