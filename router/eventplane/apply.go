@@ -101,9 +101,12 @@ func (p *Plane) applyLocked(m Message) {
 	}()
 	if m.Batch != nil {
 		p.ix.HandleBatch(m.Source, m.Batch)
-		return
+	} else {
+		p.ix.HandleStream(m.Source, *m.Stream)
 	}
-	p.ix.HandleStream(m.Source, *m.Stream)
+	if f := p.afterApply.Load(); f != nil {
+		(*f)(m)
+	}
 }
 
 // resumeAfter is, per stream rank of a worker, the last seq applied: where

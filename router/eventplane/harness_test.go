@@ -24,7 +24,7 @@ const testBlockSize = 16
 // ingesttest's payloads with seqs from 0, and a ROUTER replay endpoint
 // answering from everything it sent.
 type testEngine struct {
-	t        *testing.T
+	t        testing.TB
 	worker   uint64
 	pub      zmq4.Socket
 	replay   zmq4.Socket
@@ -38,14 +38,20 @@ type testEngine struct {
 	sent [][]byte
 }
 
-func newTestEngine(t *testing.T, worker uint64) *testEngine {
+func newTestEngine(t testing.TB, worker uint64) *testEngine {
+	t.Helper()
+	return newTestEngineSized(t, worker, 2, 4)
+}
+
+// newTestEngineSized sends batches of events stores of blocks blocks.
+func newTestEngineSized(t testing.TB, worker uint64, events, blocks int) *testEngine {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	quiet := zmq4.WithLogger(slog.NewLogLogger(slog.DiscardHandler, slog.LevelError))
 	e := &testEngine{t: t, worker: worker, cancel: cancel,
 		pub: zmq4.NewPub(ctx, quiet), replay: zmq4.NewRouter(ctx, quiet)}
 	spec := ingesttest.DefaultSpec(ingesttest.MapEvents)
-	spec.Seed, spec.Events, spec.BlocksPerEvent = worker, 2, 4
+	spec.Seed, spec.Events, spec.BlocksPerEvent = worker, events, blocks
 	e.gen = ingesttest.NewGenerator(spec)
 	require.NoError(t, e.pub.Listen("tcp://127.0.0.1:0"))
 	require.NoError(t, e.replay.Listen("tcp://127.0.0.1:0"))
@@ -143,7 +149,7 @@ func (e *testEngine) spec() indexer.WorkerSpec {
 
 // replica is one kvrouter replica without HTTP: indexer, router, plane.
 type replica struct {
-	t     *testing.T
+	t     testing.TB
 	id    string
 	ix    *indexer.Indexer
 	rt    *route.Router
@@ -151,7 +157,7 @@ type replica struct {
 }
 
 type fleet struct {
-	t       *testing.T
+	t       testing.TB
 	url     string
 	engines []*testEngine
 	opts    Options
@@ -164,7 +170,7 @@ func testOptions(url string) Options {
 	}
 }
 
-func newFleet(t *testing.T, url string, engines int) *fleet {
+func newFleet(t testing.TB, url string, engines int) *fleet {
 	f := &fleet{t: t, url: url, opts: testOptions(url)}
 	for i := range engines {
 		f.engines = append(f.engines, newTestEngine(t, uint64(i+1)))
@@ -252,7 +258,7 @@ func waitReady(t *testing.T, r *replica, want bool) {
 		"replica %s: ready never became %v", r.id, want)
 }
 
-func embedded(t *testing.T) *Embedded {
+func embedded(t testing.TB) *Embedded {
 	t.Helper()
 	e, err := StartEmbedded(t.TempDir(), 0)
 	require.NoError(t, err)

@@ -50,6 +50,8 @@ type Plane struct {
 	appliedSeq  atomic.Uint64       // applied, for readers without the lock
 	consumeCtx  jetstream.ConsumeContext
 	lastSnapSeq uint64
+	// afterApply, when set, hears each message applied (benchmarks).
+	afterApply atomic.Pointer[func(Message)]
 
 	ready    atomic.Bool
 	readyWhy atomic.Pointer[string]

@@ -1,6 +1,7 @@
 package eventplane
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 
@@ -47,18 +48,21 @@ type wireMsg struct {
 	Err        string
 }
 
-// wireEvent mirrors ingest.Event field for field.
+// wireEvent mirrors ingest.Event field for field, except that block
+// hashes and token ids, nearly all of the bytes, travel as little-endian
+// byte strings: 8 and 4 bytes each, copied rather than decoded value by
+// value (MessagePack's reflection spent most of a replica's time there).
 type wireEvent struct {
 	_msgpack struct{} `msgpack:",as_array"`
 
 	Kind              uint8
-	BlockHashes       []uint64
+	BlockHashes       []byte // u64 LE each
 	Medium            string
 	GroupIdx          *int64
 	Locality          string
 	Ownership         string
 	ParentHash        *uint64
-	TokenIDs          []uint32
+	TokenIDs          []byte // u32 LE each
 	BlockSize         int
 	LoraID            *int64
 	LoraName          string
@@ -164,8 +168,8 @@ func Decode(data []byte) (msg Message, err error) {
 
 func toWire(e *ingest.Event) wireEvent {
 	return wireEvent{
-		Kind: uint8(e.Kind), BlockHashes: e.BlockHashes, Medium: e.Medium, GroupIdx: e.GroupIdx,
-		Locality: e.Locality, Ownership: e.Ownership, ParentHash: e.ParentHash, TokenIDs: e.TokenIDs,
+		Kind: uint8(e.Kind), BlockHashes: u64Bytes(e.BlockHashes), Medium: e.Medium, GroupIdx: e.GroupIdx,
+		Locality: e.Locality, Ownership: e.Ownership, ParentHash: e.ParentHash, TokenIDs: u32Bytes(e.TokenIDs),
 		BlockSize: e.BlockSize, LoraID: e.LoraID, LoraName: e.LoraName, ExtraKeys: e.ExtraKeys,
 		SpecKind: e.SpecKind, SlidingWindow: e.SlidingWindow, CacheSalt: e.CacheSalt,
 		SessionID: e.SessionID, LookaheadTokenIDs: e.LookaheadTokenIDs,
@@ -177,11 +181,71 @@ func fromWire(w *wireEvent) (ingest.Event, error) {
 	if k != ingest.BlockStored && k != ingest.BlockRemoved && k != ingest.AllBlocksCleared {
 		return ingest.Event{}, fmt.Errorf("event kind %d", w.Kind)
 	}
+	hashes, err := bytesU64(w.BlockHashes)
+	if err != nil {
+		return ingest.Event{}, fmt.Errorf("block hashes: %w", err)
+	}
+	tokens, err := bytesU32(w.TokenIDs)
+	if err != nil {
+		return ingest.Event{}, fmt.Errorf("token ids: %w", err)
+	}
 	return ingest.Event{
-		Kind: k, BlockHashes: w.BlockHashes, Medium: w.Medium, GroupIdx: w.GroupIdx,
-		Locality: w.Locality, Ownership: w.Ownership, ParentHash: w.ParentHash, TokenIDs: w.TokenIDs,
+		Kind: k, BlockHashes: hashes, Medium: w.Medium, GroupIdx: w.GroupIdx,
+		Locality: w.Locality, Ownership: w.Ownership, ParentHash: w.ParentHash, TokenIDs: tokens,
 		BlockSize: w.BlockSize, LoraID: w.LoraID, LoraName: w.LoraName, ExtraKeys: w.ExtraKeys,
 		SpecKind: w.SpecKind, SlidingWindow: w.SlidingWindow, CacheSalt: w.CacheSalt,
 		SessionID: w.SessionID, LookaheadTokenIDs: w.LookaheadTokenIDs,
 	}, nil
+}
+
+// u64Bytes packs hashes little-endian; nil stays nil.
+func u64Bytes(v []uint64) []byte {
+	if v == nil {
+		return nil
+	}
+	out := make([]byte, 8*len(v))
+	for i, x := range v {
+		binary.LittleEndian.PutUint64(out[8*i:], x)
+	}
+	return out
+}
+
+func bytesU64(b []byte) ([]uint64, error) {
+	if b == nil {
+		return nil, nil
+	}
+	if len(b)%8 != 0 {
+		return nil, fmt.Errorf("%d bytes is not a whole number of u64s", len(b))
+	}
+	out := make([]uint64, len(b)/8)
+	for i := range out {
+		out[i] = binary.LittleEndian.Uint64(b[8*i:])
+	}
+	return out, nil
+}
+
+// u32Bytes packs token ids little-endian; nil stays nil.
+func u32Bytes(v []uint32) []byte {
+	if v == nil {
+		return nil
+	}
+	out := make([]byte, 4*len(v))
+	for i, x := range v {
+		binary.LittleEndian.PutUint32(out[4*i:], x)
+	}
+	return out
+}
+
+func bytesU32(b []byte) ([]uint32, error) {
+	if b == nil {
+		return nil, nil
+	}
+	if len(b)%4 != 0 {
+		return nil, fmt.Errorf("%d bytes is not a whole number of u32s", len(b))
+	}
+	out := make([]uint32, len(b)/4)
+	for i := range out {
+		out[i] = binary.LittleEndian.Uint32(b[4*i:])
+	}
+	return out, nil
 }

@@ -89,6 +89,8 @@ func TestDecodeRejectsBadInput(t *testing.T) {
 		{"unknown kind", mustMarshal(t, &wireMsg{Kind: 9}), ErrMalformed},
 		{"unknown stream kind", mustMarshal(t, &wireMsg{Kind: kindStream, StreamKind: 99}), ErrMalformed},
 		{"unknown event kind", mustMarshal(t, &wireMsg{Kind: kindBatch, Events: []wireEvent{{Kind: 7}}}), ErrMalformed},
+		{"hashes not whole u64s", mustMarshal(t, &wireMsg{Kind: kindBatch, Events: []wireEvent{{Kind: 1, BlockHashes: []byte{1, 2, 3}}}}), ErrMalformed},
+		{"tokens not whole u32s", mustMarshal(t, &wireMsg{Kind: kindBatch, Events: []wireEvent{{Kind: 1, TokenIDs: []byte{1, 2}}}}), ErrMalformed},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
