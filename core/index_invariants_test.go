@@ -60,6 +60,9 @@ func checkInvariants(x *Index) error {
 				return fmt.Errorf("sibling list of %d has a cycle", n)
 			}
 		}
+		if nn.childMap == 0 && int(nn.kids) != count {
+			return fmt.Errorf("node %d: counts %d children, list %d", n, nn.kids, count)
+		}
 		if nn.childMap != 0 && len(t.childMaps[nn.childMap]) != count {
 			return fmt.Errorf("node %d: child map has %d entries, list %d", n, len(t.childMaps[nn.childMap]), count)
 		}

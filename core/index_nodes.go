@@ -97,7 +97,11 @@ type node struct {
 	next, prev uint32 // siblings; next links the free list too
 	childMap   uint32 // 0: none; else index into tree.childMaps
 	flags      uint8
-	set        workerSet
+	// kids counts the children while childMap is 0 (so at most
+	// childMapMin+1), so that link knows when to index them without
+	// walking the sibling list; it fills padding, the node stays 56 bytes.
+	kids uint8
+	set  workerSet
 }
 
 // child returns p's child under local hash h, or noNode.
@@ -152,11 +156,8 @@ func (t *tree) link(p, c uint32) {
 		t.childMaps[pn.childMap][cn.local] = c
 		return
 	}
-	count := 0
-	for s := pn.firstChild; s != noNode && count <= childMapMin; s = t.node(s).next {
-		count++
-	}
-	if count > childMapMin {
+	pn.kids++
+	if pn.kids > childMapMin {
 		t.indexChildren(p)
 	}
 }
@@ -190,6 +191,7 @@ func (t *tree) dropChildMap(p uint32) {
 	}
 	t.freeMaps = append(t.freeMaps, pn.childMap)
 	pn.childMap = 0
+	pn.kids = 0 // dropped only once the last child left
 }
 
 // unlink detaches c from its parent.
@@ -213,6 +215,8 @@ func (t *tree) unlink(c uint32) {
 		if pn.firstChild == noNode {
 			t.dropChildMap(p)
 		}
+	} else {
+		pn.kids--
 	}
 	cn.parent, cn.next, cn.prev = noNode, noNode, noNode
 }

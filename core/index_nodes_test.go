@@ -1,6 +1,8 @@
 package core
 
 import (
+	"unsafe"
+
 	"runtime"
 	"testing"
 
@@ -63,4 +65,11 @@ func TestPageFullAtEachGrowthStep(t *testing.T) {
 		}
 	}
 	assert.Equal(t, []uint32{0, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096, 8192, 12288}, full)
+}
+
+// The memory figures (docs/index.md) count on these sizes: a node's
+// fields fill 56 bytes exactly, a name slot 12.
+func TestIndexRecordSizes(t *testing.T) {
+	assert.Equal(t, uintptr(56), nodeBytes)
+	assert.Equal(t, uintptr(12), unsafe.Sizeof(nameSlot{}))
 }
