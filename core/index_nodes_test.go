@@ -1,10 +1,9 @@
 package core
 
 import (
-	"unsafe"
-
 	"runtime"
 	"testing"
+	"unsafe"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
