@@ -287,3 +287,18 @@ def test_one_call_hashes_check_arguments_like_block_hashes(kv):
         kv.block_and_sequence_hashes([-1], 1)
     with pytest.raises(kvhash.InvalidArgumentError):
         kv.block_and_sequence_hashes([1, 2, 3, 4], 2, mm_hashes=[None, None, None])
+
+
+def test_messages_speak_of_the_callers_values_not_of_go(kv):
+    # Issue 10, item 13: "does not fit in a Go int" said nothing a Python
+    # caller could act on.
+    for call in (
+        lambda: kv.block_count(2**64 - 1, 4),
+        lambda: kv.block_count(2**63, 4),
+        lambda: kv.block_hashes([1, 2, 3, 4], -1),
+    ):
+        with pytest.raises(ValueError) as err:
+            call()
+        message = str(err.value)
+        assert "Go" not in message and "int64" not in message, message
+        assert any(ch.isdigit() for ch in message), message
