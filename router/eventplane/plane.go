@@ -156,6 +156,9 @@ func (p *Plane) connect(url string) error {
 		nats.ReconnectWait(250*time.Millisecond),
 		nats.DisconnectErrHandler(func(_ *nats.Conn, err error) {
 			p.setNotReady("disconnected from NATS")
+			if p.ctx.Err() != nil {
+				return // closing: no news
+			}
 			p.log.Warn("kvrouter: disconnected from NATS; reconnecting (not ready meanwhile)", "error", errString(err))
 		}),
 		nats.ReconnectHandler(func(c *nats.Conn) {

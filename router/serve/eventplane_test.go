@@ -42,6 +42,9 @@ func TestReadyzFollowsTheEventPlane(t *testing.T) {
 		10*time.Second, 20*time.Millisecond, "never ready on the event plane")
 	_, body := readyzOf(t, srv.Handler())
 	assert.Equal(t, true, body["checks"].(map[string]any)["event_plane"])
+	rec := httptest.NewRecorder()
+	srv.Handler().ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/metrics", nil))
+	assert.Contains(t, rec.Body.String(), `kvrouter_eventplane_ready{replica="r1"} 1`)
 
 	nats.Shutdown()
 	require.Eventually(t, func() bool { code, _ := readyzOf(t, srv.Handler()); return code == http.StatusServiceUnavailable },

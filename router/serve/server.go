@@ -119,6 +119,9 @@ func New(opts Options) (*Server, error) {
 		}
 	}
 	s.reg, s.m = newMetrics(s)
+	if p := s.EventPlane(); p != nil {
+		s.reg.MustRegister(p.Collector("kvrouter")) // kvrouter_eventplane_*
+	}
 	if st, ok := s.ing.(interface{ Stats() *ingest.Stats }); ok {
 		// The wire's own counters (messages, malformed by reason, gaps by
 		// outcome, replays, connects) as kvrouter_ingest_*.
