@@ -29,7 +29,8 @@ type Options struct {
 	Speedup  float64
 	Policies []proxy.Policy
 	// UnstableEngine >= 0 restarts that engine with a new random root a
-	// third into each policy's run, and as a fixed engine at two thirds.
+	// third into kvrouter's run, and as a fixed engine at two thirds (the
+	// baselines do not read the index: their runs stay clean).
 	UnstableEngine int
 	Launcher       Launcher
 	Listen         string // kvrouter's address
@@ -138,14 +139,22 @@ func (f *fleet) stop(ctx context.Context, api *client) {
 }
 
 // restart stops engine i and starts it again at the same addresses.
-func (f *fleet) restart(ctx context.Context, hc *http.Client, i int, unstable bool) error {
+func (f *fleet) restart(ctx context.Context, api *client, i int, unstable bool) error {
+	hc := api.http
 	f.mu.Lock()
 	e := f.engines[i]
 	f.mu.Unlock()
 	// Drain first: its health check fails, kvrouter takes it out of
 	// rotation, the requests it runs finish.
 	_ = setEngineHealth(ctx, hc, e.Addrs(), false)
-	time.Sleep(1500 * time.Millisecond)
+	id := f.baseID + uint64(i)
+	deadline := time.Now().Add(8 * time.Second)
+	for time.Now().Before(deadline) && ctx.Err() == nil {
+		if d, err := api.dashboard(ctx); err == nil && drained(d, id) {
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
 	if err := e.Stop(); err != nil {
 		return err
 	}
@@ -174,34 +183,47 @@ func runPolicy(ctx context.Context, o Options, rt *Router, api *client, hc *http
 	}()
 	watchDone := make(chan struct{})
 	stopWatch := make(chan struct{})
+	var transitions []Transition
 	go func() {
 		defer close(watchDone)
-		watchStates(ctx, o, api, pol, stopWatch)
+		transitions = watchStates(ctx, o, api, pol, stopWatch)
 	}()
 
 	n := len(o.Trace)
-	var scenario sync.WaitGroup
+	var scenario, unstableUp sync.WaitGroup
 	at := func(i int) {
-		if o.UnstableEngine < 0 || o.UnstableEngine >= o.Engines {
+		if pol != proxy.PolicyKV || o.UnstableEngine < 0 || o.UnstableEngine >= o.Engines {
 			return
 		}
 		switch i {
 		case n / 3:
 			scenario.Add(1)
+			unstableUp.Add(1)
 			go func() {
 				defer scenario.Done()
+				defer unstableUp.Done()
 				logf(o, "[%s] engine %d (worker %d) restarts with --unstable: a new random root for its block ids", pol, o.UnstableEngine, f.baseID+uint64(o.UnstableEngine))
-				if err := f.restart(ctx, hc, o.UnstableEngine, true); err != nil {
+				if err := f.restart(ctx, api, o.UnstableEngine, true); err != nil {
 					logf(o, "[%s] restart failed: %v", pol, err)
 				}
 			}()
 		case 2 * n / 3:
-			scenario.Wait()
+			// The fix comes once kvrouter has caught the unstable engine
+			// (or after 20 s): the run shows both transitions.
 			scenario.Add(1)
 			go func() {
 				defer scenario.Done()
+				unstableUp.Wait()
+				id := f.baseID + uint64(o.UnstableEngine)
+				deadline := time.Now().Add(20 * time.Second)
+				for time.Now().Before(deadline) && ctx.Err() == nil {
+					if d, err := api.dashboard(ctx); err == nil && caught(d, id) {
+						break
+					}
+					time.Sleep(100 * time.Millisecond)
+				}
 				logf(o, "[%s] engine %d restarts fixed (a stable hash seed): kvrouter should take it back", pol, o.UnstableEngine)
-				if err := f.restart(ctx, hc, o.UnstableEngine, false); err != nil {
+				if err := f.restart(ctx, api, o.UnstableEngine, false); err != nil {
 					logf(o, "[%s] restart failed: %v", pol, err)
 				}
 			}()
@@ -209,7 +231,7 @@ func runPolicy(ctx context.Context, o Options, rt *Router, api *client, hc *http
 	}
 	outs := replay(ctx, hc, rt.URL, pol, o.Trace, bodies, o.Speedup, &prog, at)
 	scenario.Wait()
-	if o.UnstableEngine >= 0 {
+	if pol == proxy.PolicyKV && o.UnstableEngine >= 0 {
 		// Let the quarantine settle so the table shows the recovery.
 		waitRecovered(ctx, api, 6*time.Second)
 	}
@@ -219,7 +241,9 @@ func runPolicy(ctx context.Context, o Options, rt *Router, api *client, hc *http
 	<-watchDone
 	res := summarize(pol, outs)
 	res.Wall = time.Since(start)
+	res.Transitions = transitions
 	if d, err := api.dashboard(ctx); err == nil {
+		res.Workers = d.Workers
 		states := map[string]int{}
 		for _, w := range d.Workers {
 			res.Violations += w.Violations
@@ -263,12 +287,32 @@ func waitRecovered(ctx context.Context, api *client, max time.Duration) {
 	}
 }
 
-// watchStates logs every change of a worker's state or health.
-func watchStates(ctx context.Context, o Options, api *client, pol proxy.Policy, stop <-chan struct{}) {
+// Transition is a worker's state or health as it changed during a run.
+type Transition struct {
+	At       time.Duration // since the run started
+	WorkerID uint64
+	State    string
+	Healthy  bool
+}
+
+// watchStates logs every change of a worker's state or health, and
+// returns the changes of state and health.
+func watchStates(ctx context.Context, o Options, api *client, pol proxy.Policy, stop <-chan struct{}) []Transition {
+	start := time.Now()
 	seen := map[uint64]string{}
+	type sh struct {
+		state   string
+		healthy bool
+	}
+	last := map[uint64]sh{}
+	var out []Transition
 	for {
 		if d, err := api.dashboard(ctx); err == nil {
 			for _, w := range d.Workers {
+				if prev, ok := last[w.WorkerID]; !ok || prev != (sh{w.State, w.Healthy}) {
+					out = append(out, Transition{At: time.Since(start), WorkerID: w.WorkerID, State: w.State, Healthy: w.Healthy})
+					last[w.WorkerID] = sh{w.State, w.Healthy}
+				}
 				st := w.State
 				if !w.Healthy {
 					st += ", out of rotation"
@@ -288,9 +332,9 @@ func watchStates(ctx context.Context, o Options, api *client, pol proxy.Policy, 
 		}
 		select {
 		case <-stop:
-			return
+			return out
 		case <-ctx.Done():
-			return
+			return out
 		case <-time.After(250 * time.Millisecond):
 		}
 	}
@@ -337,4 +381,25 @@ func showProgress(o Options, pol proxy.Policy, p *progress, start time.Time, sto
 			outMu.Unlock()
 		}
 	}
+}
+
+// drained reports whether a worker is out of rotation with nothing in
+// flight.
+func drained(d proxy.Dashboard, id uint64) bool {
+	for _, w := range d.Workers {
+		if w.WorkerID == id {
+			return !w.Healthy && w.Inflight == 0
+		}
+	}
+	return true
+}
+
+// caught reports whether a worker is quarantined or has violations.
+func caught(d proxy.Dashboard, id uint64) bool {
+	for _, w := range d.Workers {
+		if w.WorkerID == id {
+			return w.State == "quarantined" || w.Violations > 0
+		}
+	}
+	return false
 }

@@ -163,6 +163,8 @@ type Result struct {
 	Violations    uint64
 	Quarantines   uint64
 	States        string // the workers' states at the end
+	Workers       []proxy.DashboardWorker
+	Transitions   []Transition
 	Wall          time.Duration
 }
 

@@ -77,13 +77,19 @@ func ReadTraceFile(path string) ([]Request, error) {
 // makes prefix caching pay: sessions whose turns extend a shared system
 // prompt and their own history, Poisson arrivals. Deterministic in seed.
 func GenerateTrace(n int, seed uint64) []Request {
+	return GenerateTraceShape(n, seed, 40)
+}
+
+// GenerateTraceShape is GenerateTrace with sessions of at most maxBlocks
+// hash ids (smaller prompts: quicker tests).
+func GenerateTraceShape(n int, seed uint64, maxBlocks int) []Request {
 	rng := rand.New(rand.NewPCG(seed, seed^0xD1B54A32D192ED03))
 	const systemPrompts = 4
 	type session struct{ ids []uint64 }
 	var next uint64 = systemPrompts * 4 // ids 0..15: the system prompts' blocks
 	newSession := func() *session {
 		sys := uint64(rng.IntN(systemPrompts)) * 4
-		s := &session{ids: []uint64{sys, sys + 1, sys + 2, sys + 3}[:1+rng.IntN(4)]}
+		s := &session{ids: []uint64{sys, sys + 1}[:1+rng.IntN(2)]}
 		return s
 	}
 	var live []*session
@@ -92,17 +98,17 @@ func GenerateTrace(n int, seed uint64) []Request {
 	for range n {
 		t += rng.ExpFloat64() * 250 // 4 requests a second
 		var s *session
-		if len(live) < 8 || rng.Float64() < 0.3 {
+		if len(live) < 12 || rng.Float64() < 0.1 {
 			s = newSession()
 			live = append(live, s)
 		} else {
 			s = live[rng.IntN(len(live))]
 		}
-		for range 1 + rng.IntN(4) { // this turn's new blocks
+		for range 1 + rng.IntN(2) { // this turn's new blocks
 			s.ids = append(s.ids, next)
 			next++
 		}
-		if len(s.ids) > 40 { // a session ends when its context is full
+		if len(s.ids) > maxBlocks-2 { // a session ends when its context is full
 			live = removeSession(live, s)
 		}
 		ids := append([]uint64(nil), s.ids...)
