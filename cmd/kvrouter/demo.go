@@ -47,6 +47,7 @@ Flags:
 	decodeMs := fs.Float64("decode-ms-per-token", 10, "an engine's decode time per output token (simulated ms)")
 	policies := fs.String("policies", "kvrouter,round_robin,random,least_loaded", "policies to compare, in order")
 	unstable := fs.Int("unstable-engine", -1, "restart this engine (0-based) with --unstable a third into each run, fixed at two thirds")
+	replicas := fs.Int("replicas", 1, "kvrouter replicas on an embedded NATS event plane, requests spread over them (docs/guides/scale-out.md)")
 	keep := fs.Bool("keep-running", false, "leave kvrouter and the last fleet up after the table (Ctrl-C stops them)")
 	listen := fs.String("listen", "127.0.0.1:8090", "kvrouter's address (the dashboard's)")
 	bin := fs.String("kvmock", "", "the kvmock binary (default: kvmock beside this binary, else build/bin/kvmock)")
@@ -91,7 +92,7 @@ Flags:
 	o := demo.Options{
 		Trace: reqs, TraceName: name, Engines: *engines, Speedup: *speedup, Policies: pols,
 		UnstableEngine: *unstable, Launcher: demo.ProcLauncher{Bin: kvmockBin, LogDir: *logDir},
-		Listen: *listen, Logger: log, Out: stdout, TTY: isTerminal(stdout),
+		Listen: *listen, Logger: log, Out: stdout, TTY: isTerminal(stdout), Replicas: *replicas,
 		Engine: demo.EngineConfig{
 			Model: "kvmock", BlockSize: *blockSize, NumBlocks: *numBlocks, MaxRunning: *maxRunning,
 			PrefillTokensPerSec: *prefillRate, DecodeMsPerToken: *decodeMs, Speedup: *speedup, MaxModelLen: 262144,

@@ -37,6 +37,9 @@ type Options struct {
 	Logger         *slog.Logger
 	Out            io.Writer // progress and the table
 	TTY            bool      // progress as one line updated in place
+	// Replicas > 1 runs that many kvrouter replicas on an embedded event
+	// plane behind one address (StartReplicas); 0 or 1: one kvrouter.
+	Replicas int
 	// Hold runs between the policies' runs and before kvrouter stops
 	// (--keep-running waits there); nil returns at once.
 	Hold func(r *Router)
@@ -48,7 +51,7 @@ func Run(ctx context.Context, o Options) ([]Result, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	rt, err := StartRouter(RouterConfig(o.Listen, o.Engine.BlockSize), log)
+	rt, err := StartReplicas(RouterConfig(o.Listen, o.Engine.BlockSize), o.Replicas, log)
 	if err != nil {
 		return nil, err
 	}
@@ -58,6 +61,9 @@ func Run(ctx context.Context, o Options) ([]Result, error) {
 	api := &client{base: rt.URL, http: hc}
 	fmt.Fprintf(o.Out, "kvrouter %s (dashboard: %s/), %d kvmock engines, trace %s: %d requests at %gx\n",
 		rt.URL, rt.URL, o.Engines, o.TraceName, len(o.Trace), o.Speedup)
+	if o.Replicas > 1 {
+		fmt.Fprintf(o.Out, "kvrouter runs as %d replicas on an embedded NATS event plane; requests go to them in turn\n", o.Replicas)
+	}
 
 	exp := NewExpander(128256)
 	bodies := make([][]byte, len(o.Trace))

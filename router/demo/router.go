@@ -23,6 +23,8 @@ type Router struct {
 	Server *serve.Server
 	URL    string // http://host:port
 	hs     *http.Server
+	// stopExtra stops what StartReplicas runs behind the front.
+	stopExtra func() error
 }
 
 // RouterConfig is the demo's kvrouter: the engines' block size, enforce
@@ -69,6 +71,9 @@ func (r *Router) Stop() error {
 	err := r.hs.Shutdown(ctx)
 	if err != nil {
 		_ = r.hs.Close()
+	}
+	if r.stopExtra != nil {
+		return errors.Join(err, r.stopExtra())
 	}
 	return errors.Join(err, r.Server.Shutdown(ctx))
 }
