@@ -423,6 +423,9 @@ func (s *scanner) number() (text []byte, integer bool, err error) {
 
 // uint64 reads a JSON integer in [0, 2^64-1] exactly.
 func (s *scanner) uint64() (uint64, error) {
+	if v, ok := s.plainUint64(); ok {
+		return v, nil
+	}
 	c := s.peek()
 	if c != '-' && (c < '0' || c > '9') {
 		return 0, s.unexpected("an unsigned integer")
@@ -446,6 +449,50 @@ func (s *scanner) uint64() (uint64, error) {
 		v = v*10 + digit
 	}
 	return v, nil
+}
+
+// plainUint64 reads the common case, a run of digits that is a valid
+// u64 and not followed by a fraction or an exponent, in one pass with one
+// multiply-add a digit (the general path validates the number first, then
+// converts it checking overflow with a division a digit: most of the time
+// of decoding an event). Anything else (a sign, a leading zero, a
+// fraction, an exponent, an overflow) returns false without consuming
+// anything, for the general path to read or to word the error.
+func (s *scanner) plainUint64() (uint64, bool) {
+	s.skipSpace()
+	data, p := s.data, s.pos
+	if p >= len(data) || data[p] < '0' || data[p] > '9' {
+		return 0, false
+	}
+	if data[p] == '0' {
+		if p+1 < len(data) && data[p+1] >= '0' && data[p+1] <= '9' {
+			return 0, false // leading zero
+		}
+	}
+	var v uint64
+	n := 0
+	for ; p < len(data); p++ {
+		d := data[p] - '0'
+		if d > 9 {
+			break
+		}
+		if n == 19 {
+			// A 20th digit: the product may overflow (2^64-1 is
+			// 18446744073709551615); a 21st always does.
+			const maxDiv10, maxMod10 = math.MaxUint64 / 10, math.MaxUint64 % 10
+			if v > maxDiv10 || v == maxDiv10 && uint64(d) > maxMod10 ||
+				p+1 < len(data) && data[p+1] >= '0' && data[p+1] <= '9' {
+				return 0, false
+			}
+		}
+		v = v*10 + uint64(d)
+		n++
+	}
+	if p < len(data) && (data[p] == '.' || data[p] == 'e' || data[p] == 'E') {
+		return 0, false
+	}
+	s.pos = p
+	return v, true
 }
 
 // uint32 reads a JSON integer in [0, 2^32-1].
