@@ -2,6 +2,7 @@ package abi
 
 import (
 	"math"
+	"unsafe"
 
 	"github.com/kvhash/kvhash/core"
 )
@@ -81,12 +82,26 @@ func BlockAndSequenceHashes(in HashInput, local, sequence []uint64) (int, error)
 	if err != nil {
 		return n, err
 	}
+	// core would give the sequence hashes a fresh array when the two
+	// outputs share memory, and the caller's sequence buffer would never
+	// see them: a caller passing one buffer twice gets an error instead.
+	if n > 0 && overlap(local[:n], sequence[:n]) {
+		return 0, invalidf("out_local and out_sequence overlap; pass two separate buffers")
+	}
 	// Both have room for n hashes: core appends in place, no allocation.
 	got, _, err := core.AppendBlockAndSequenceHashes(local[:0], sequence[:0], in.Tokens, bs, opts)
 	if err != nil {
 		return 0, err
 	}
 	return len(got), nil
+}
+
+// overlap reports whether two slices share any element's memory.
+func overlap(a, b []uint64) bool {
+	const size = uint64(unsafe.Sizeof(uint64(0)))
+	a0 := uint64(uintptr(unsafe.Pointer(unsafe.SliceData(a))))
+	b0 := uint64(uintptr(unsafe.Pointer(unsafe.SliceData(b))))
+	return a0 < b0+uint64(len(b))*size && b0 < a0+uint64(len(a))*size
 }
 
 // hashArgs checks what the block-hashing exports share and converts it

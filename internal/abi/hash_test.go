@@ -270,3 +270,29 @@ func TestCheckMMCounts(t *testing.T) {
 		assert.Contains(t, Message(err), "mm_counts must count the values in mm_hashes", tt.name)
 	}
 }
+
+// One buffer passed as both outputs (or two that overlap) is refused: the
+// caller would otherwise read local hashes where it expects sequence ones.
+func TestBlockAndSequenceHashesOverlappingOutputs(t *testing.T) {
+	buf := filled(6)
+	cases := []struct {
+		name       string
+		local, seq []uint64
+	}{
+		{"same buffer", buf[:3], buf[:3]},
+		{"sequence starts inside local", buf[:3], buf[2:5]},
+		{"local starts inside sequence", buf[1:4], buf[:3]},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := BlockAndSequenceHashes(HashInput{publicTokens, 4, "", "", false, nil, nil}, tc.local, tc.seq)
+			assert.Equal(t, StatusInvalidArgument, StatusOf(err))
+			assert.ErrorContains(t, err, "overlap")
+		})
+	}
+	// Adjacent, not overlapping: fine.
+	n, err := BlockAndSequenceHashes(HashInput{publicTokens, 4, "", "", false, nil, nil}, buf[:3], buf[3:6])
+	require.NoError(t, err)
+	assert.Equal(t, 3, n)
+	assert.Equal(t, publicLocal, buf[:3])
+}
