@@ -37,8 +37,8 @@ func (a *applier) outcome(kind EventKind, err error) {
 }
 
 // contentViolation reports whether err holds a violation that a clear
-// and a partial rebuild cannot explain: a hash mismatch or a self
-// reference. (Parents and removed blocks not found are expected while a
+// and a partial rebuild cannot explain: a hash mismatch, a self
+// reference, or a name reused for other content. (Parents and removed blocks not found are expected while a
 // cleared rank rebuilds.)
 func contentViolation(err error) bool {
 	var errs []error
@@ -49,7 +49,7 @@ func contentViolation(err error) bool {
 	}
 	for _, e := range errs {
 		var se *core.StabilityError
-		if errors.As(e, &se) && (se.Kind == core.ViolationHashMismatch || se.Kind == core.ViolationSelfReference) {
+		if errors.As(e, &se) && (se.Kind == core.ViolationHashMismatch || se.Kind == core.ViolationSelfReference || se.Kind == core.ViolationNameReused) {
 			return true
 		}
 	}
