@@ -88,8 +88,27 @@ func (p *Plane) AttachRouter(rt *route.Router) {
 		if ev.Op == route.LoadRouted {
 			m.Worker, m.Rank, m.Prefill, m.Blocks = ev.Worker.ID, ev.Worker.DPRank, ev.PrefillTokens, ev.Blocks
 		}
-		p.sendLoad(&m)
+		// Never wait on NATS with the router's lock held: queue it for
+		// loadSender; a full queue drops it (load sync is best effort,
+		// and the request TTL corrects what a replica misses).
+		select {
+		case p.loadOut <- m:
+		default:
+			p.stats.LoadDropped.Add(1)
+		}
 	})
+}
+
+// loadSender publishes the router's load changes in order.
+func (p *Plane) loadSender() {
+	for {
+		select {
+		case <-p.ctx.Done():
+			return
+		case m := <-p.loadOut:
+			p.sendLoad(&m)
+		}
+	}
 }
 
 // sendLoad publishes without waiting: NATS buffers while reconnecting.
@@ -114,7 +133,9 @@ func (p *Plane) startLoadSync() error {
 		return fmt.Errorf("eventplane: load sync: %w", err)
 	}
 	p.loadSub = sub
+	p.loadOut = make(chan loadMsg, 4096)
 	p.goLoop(p.heartbeatLoop)
+	p.goLoop(p.loadSender)
 	return nil
 }
 

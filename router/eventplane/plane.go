@@ -71,6 +71,7 @@ type Plane struct {
 	peersMu  sync.Mutex
 	peers    map[string]*peer
 	loadSub  *nats.Subscription
+	loadOut  chan loadMsg // the router's changes, to loadSender
 }
 
 // New connects a replica to the event plane over ix, which must be empty

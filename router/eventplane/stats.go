@@ -17,4 +17,5 @@ type Stats struct {
 	SnapshotErrors atomic.Uint64
 	RemoteRouted   atomic.Uint64 // other replicas' requests added to the load
 	RemoteExpired  atomic.Uint64 // requests expired because their replica vanished
+	LoadDropped    atomic.Uint64 // own load changes not sent: the send queue was full
 }
