@@ -405,6 +405,39 @@ def test_early_exit_after_diverging_stores(kv):
         assert kvt.find_matches(local[: shared + 1], True).scores == {(0, 0): shared}
 
 
+def test_early_exit_at_a_branch_whose_other_child_no_one_holds(kv):
+    # Found by the stream test. Worker 0 stores A B, worker 1 A X, worker 0
+    # is cleared: A still has the child B, held by no one. Dynamo's early
+    # exit stops at A for worker 1 (score 1; 2 without early exit).
+    local, ext = CHAINS[0]
+    x_local, x_ext = CHAINS[2][0][1], CHAINS[2][1][1]
+    query = [local[0], x_local]
+    dyn = dynamo_llm.RadixTree()
+    kvt = kv.RadixTree(enforce=False)
+    for tree in (dyn, kvt):
+        tree.apply_event(0, _stored(1, None, [(ext[0], local[0]), (ext[1], local[1])], 0))
+        tree.apply_event(1, _stored(2, None, [(ext[0], local[0]), (x_ext, x_local)], 0))
+        tree.apply_event(0, _cleared(3, 0))
+    for early in (False, True):
+        assert_same_scores(dyn, kvt, query, early)
+
+
+def test_rebuilding_a_chain_after_removing_its_first_block(kv):
+    # Found by the stream test. Worker 0 stores A B C D, removes A (B C D
+    # stay held, cut off), stores A, then A B: Dynamo scores A B C as 2 (C
+    # does not come back with B), kvhash as 3.
+    local, ext = CHAINS[0]
+    dyn = dynamo_llm.RadixTree()
+    kvt = kv.RadixTree(enforce=False)
+    for tree in (dyn, kvt):
+        tree.apply_event(0, _stored(1, None, list(zip(ext[:4], local[:4])), 0))
+        tree.apply_event(0, _removed(2, [ext[0]], 0))
+        tree.apply_event(0, _stored(3, None, [(ext[0], local[0])], 0))
+        tree.apply_event(0, _stored(4, None, [(ext[0], local[0]), (ext[1], local[1])], 0))
+    for early in (False, True):
+        assert_same_scores(dyn, kvt, local[:3], early)
+
+
 def test_a_store_repeating_a_block_hash_is_applied_as_dynamo_applies_it(kv):
     # Issue 10, item 16: Dynamo applies the store; kvhash rejected it whole.
     local, ext = CHAINS[0]
