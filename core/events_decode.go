@@ -297,6 +297,9 @@ func (s *scanner) countAhead(c byte) int {
 }
 
 func (s *scanner) block(b *StoredBlock) error {
+	if s.plainBlock(b) {
+		return nil
+	}
 	var haveBlock, haveTokens bool
 	err := s.object(func(key []byte) (err error) {
 		switch string(key) {
@@ -314,6 +317,57 @@ func (s *scanner) block(b *StoredBlock) error {
 		return err
 	})
 	return s.required(err, need{"block_hash", haveBlock}, need{"tokens_hash", haveTokens})
+}
+
+// plainBlock reads a block written exactly as encoders write one, with
+// plain integers: {"block_hash":X,"tokens_hash":L} (kvhash, and Dynamo
+// for blocks without multimodal data when it skips the field) or the same
+// ending ,"mm_extra_info":null} (Dynamo's serde, which always writes it).
+// That is nearly every block of every event, and matching it as fixed
+// text skips the general reader's member dispatch and key scanning, most
+// of the time left per block. Anything else (other spacing or order,
+// other members, a number the one-pass reader leaves to the general path)
+// returns false having consumed nothing, and the general path reads it,
+// with the same result or the error it words.
+func (s *scanner) plainBlock(b *StoredBlock) bool {
+	s.skipSpace()
+	start := s.pos
+	x, ok := s.plainMember(`{"block_hash":`)
+	if !ok {
+		s.pos = start
+		return false
+	}
+	l, ok := s.plainMember(`,"tokens_hash":`)
+	if !ok {
+		s.pos = start
+		return false
+	}
+	switch rest := s.data[s.pos:]; {
+	case len(rest) > 0 && rest[0] == '}':
+		s.pos++
+	case hasPrefix(rest, mmNullEnd):
+		s.pos += len(mmNullEnd)
+	default:
+		s.pos = start
+		return false
+	}
+	*b = StoredBlock{BlockHash: x, TokensHash: l}
+	return true
+}
+
+const mmNullEnd = `,"mm_extra_info":null}`
+
+func hasPrefix(b []byte, prefix string) bool {
+	return len(b) >= len(prefix) && string(b[:len(prefix)]) == prefix
+}
+
+// plainMember reads prefix as fixed text, then a plain integer.
+func (s *scanner) plainMember(prefix string) (uint64, bool) {
+	if !hasPrefix(s.data[s.pos:], prefix) {
+		return 0, false
+	}
+	s.pos += len(prefix)
+	return s.plainUint64()
 }
 
 // mmExtraInfo reads {"mm_objects":[...]} or null (nil result).
