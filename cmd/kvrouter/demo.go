@@ -36,10 +36,10 @@ Flags:
 		fs.PrintDefaults()
 	}
 	trace := fs.String("trace", "", "Mooncake-format trace (JSONL); default "+defaultTrace+" when present, else a generated one")
-	sample := fs.Int("sample", 0, "keep 1 prefix family in K (families: requests sharing a first hash_id); 0: the K that leaves at most 900 requests")
+	sample := fs.Int("sample", 0, "keep 1 prefix family in K (families: requests sharing a first hash_id); 0: the K that leaves at most 600 requests")
 	requests := fs.Int("requests", 0, "then keep only the first N requests (0: all)")
 	engines := fs.Int("engines", 8, "kvmock engines")
-	speedup := fs.Float64("speedup", 60, "arrivals compressed and the engines' simulated time run this many times faster")
+	speedup := fs.Float64("speedup", 80, "arrivals compressed and the engines' simulated time run this many times faster")
 	numBlocks := fs.Int("num-blocks", 16384, "KV blocks per engine")
 	blockSize := fs.Int("block-size", 16, "tokens per KV block (engines and kvrouter)")
 	maxRunning := fs.Int("max-running", 8, "requests an engine runs at once")
@@ -114,7 +114,7 @@ Flags:
 }
 
 // maxDemoRequests keeps the default demo under two minutes on two cores.
-const maxDemoRequests = 900
+const maxDemoRequests = 600
 
 // loadTrace reads --trace, else the shared trace, else generates one; it
 // samples prefix families (k) and keeps the first n requests.

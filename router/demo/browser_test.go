@@ -44,7 +44,7 @@ const readPage = `(() => ({
   points: [...document.querySelectorAll("#chart path.line")].map(p => +p.dataset.points),
 }))()`
 
-// The dashboard, loaded in headless Chromium against a running demo,
+// The dashboard, loaded in headless Chromium (quality 100: a PNG) against a running demo,
 // fills its worker table and its chart with the demo's own numbers.
 func TestDashboardInBrowser(t *testing.T) {
 	skipSlow(t)
@@ -75,7 +75,7 @@ func TestDashboardInBrowser(t *testing.T) {
 		var err error
 		page, err = chromedp.Run(ctx, chromedp.Evaluate[pageState](readPage))
 		require.NoError(t, err)
-		shot, err = chromedp.Run(ctx, chromedp.FullScreenshot(90))
+		shot, err = chromedp.Run(ctx, chromedp.FullScreenshot(100))
 		require.NoError(t, err)
 		resp, err := http.Get(r.URL + "/v1/dashboard")
 		require.NoError(t, err)

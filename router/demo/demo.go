@@ -73,6 +73,7 @@ func Run(ctx context.Context, o Options) ([]Result, error) {
 
 	var results []Result
 	var last *fleet
+	var tokenizeNote string
 	for pi, pol := range o.Policies {
 		if last != nil {
 			last.stop(ctx, api)
@@ -82,6 +83,16 @@ func Run(ctx context.Context, o Options) ([]Result, error) {
 			return results, err
 		}
 		last = f
+		if pi == 0 {
+			// What a text prompt costs over token ids, measured on the
+			// first fleet before its run; then its caches and the
+			// proxy's figures start from nothing again.
+			tokenizeNote = tokenizeCost(ctx, o, hc, rt.URL)
+			if err := f.resetCaches(ctx, hc); err != nil {
+				return results, err
+			}
+			rt.Server.Proxy().Stats().Reset()
+		}
 		res, err := runPolicy(ctx, o, rt, api, hc, f, pol, bodies)
 		if err != nil {
 			f.stop(ctx, api)
@@ -95,8 +106,8 @@ func Run(ctx context.Context, o Options) ([]Result, error) {
 	rt.Server.Proxy().Stats().SetNote("done")
 	fmt.Fprintln(o.Out)
 	WriteTable(o.Out, results)
-	if ctx.Err() == nil {
-		tokenizeCost(ctx, o, hc, rt.URL)
+	if tokenizeNote != "" {
+		fmt.Fprintln(o.Out, tokenizeNote)
 	}
 	fmt.Fprintf(o.Out, "\nNext: the dashboard %s/ , Prometheus metrics %s/metrics , the workers %s/v1/workers ,\n"+
 		"      docs/guides/demo.md (this demo) and docs/api/router.md (the API).\n", rt.URL, rt.URL, rt.URL)
@@ -408,4 +419,19 @@ func caught(d proxy.Dashboard, id uint64) bool {
 		}
 	}
 	return false
+}
+
+// resetCaches empties every engine's prefix cache (kvmock's
+// /reset_prefix_cache, as vLLM's): the engines publish AllBlocksCleared
+// and kvrouter's index empties with them.
+func (f *fleet) resetCaches(ctx context.Context, hc *http.Client) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for i, e := range f.engines {
+		c := client{base: e.Addrs().BaseURL(), http: hc}
+		if err := c.do(ctx, http.MethodPost, "/reset_prefix_cache", nil, nil); err != nil {
+			return fmt.Errorf("engine %d: %w", i, err)
+		}
+	}
+	return nil
 }

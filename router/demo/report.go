@@ -37,7 +37,7 @@ func ms(v float64) string {
 
 // tokenizeCost measures what a text prompt costs over token ids: the
 // proxy's extra /tokenize round trip (its X-Kvrouter-Tokenize-Us header).
-func tokenizeCost(ctx context.Context, o Options, hc *http.Client, url string) {
+func tokenizeCost(ctx context.Context, o Options, hc *http.Client, url string) string {
 	var us []float64
 	for i := range 20 {
 		b, _ := json.Marshal(map[string]any{
@@ -46,7 +46,7 @@ func tokenizeCost(ctx context.Context, o Options, hc *http.Client, url string) {
 		})
 		req, err := http.NewRequestWithContext(ctx, http.MethodPost, url+"/v1/completions", bytes.NewReader(b))
 		if err != nil {
-			return
+			return ""
 		}
 		req.Header.Set("Content-Type", "application/json")
 		resp, err := hc.Do(req)
@@ -59,7 +59,8 @@ func tokenizeCost(ctx context.Context, o Options, hc *http.Client, url string) {
 			us = append(us, v)
 		}
 	}
-	if len(us) > 0 {
-		fmt.Fprintf(o.Out, "text prompts: the /tokenize round trip to an engine costs %.0f µs (p50 of %d; token-id prompts skip it)\n", quantile(us, 0.5), len(us))
+	if len(us) == 0 {
+		return ""
 	}
+	return fmt.Sprintf("text prompts: the /tokenize round trip to an engine costs %.0f µs (p50 of %d; token-id prompts skip it)", quantile(us, 0.5), len(us))
 }

@@ -215,3 +215,14 @@ func (s *Stats) Snapshot() Snapshot {
 	out.RouteP50Us, out.RouteP99Us = all.percentile(0.5), all.percentile(0.99)
 	return out
 }
+
+// Reset forgets every figure (a demo's warm-up requests).
+func (s *Stats) Reset() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.policies, s.order = map[Policy]*policyStats{}, nil
+	s.perSecond = [rateWindow]struct {
+		sec int64
+		n   uint64
+	}{}
+}
