@@ -77,6 +77,18 @@ Flags:
 		fmt.Fprintf(stderr, "kvrouter demo: %v\n", err)
 		return 1
 	}
+	if strings.HasPrefix(name, "generated") {
+		// The generated trace is smaller and denser than Mooncake's: its
+		// own pace and cache size put the cache under the same pressure.
+		set := map[string]bool{}
+		fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+		if !set["speedup"] {
+			*speedup = 20
+		}
+		if !set["num-blocks"] {
+			*numBlocks = 2048
+		}
+	}
 	kvmockBin := *bin
 	if kvmockBin == "" {
 		kvmockBin = findKvmock()
