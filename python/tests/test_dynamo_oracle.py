@@ -344,7 +344,7 @@ def assert_same_scores(dyn: Any, kvt: Any, query: List[int], early_exit: bool) -
 
 
 STREAM_SETTINGS = settings(
-    max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large]
+    max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large]
 )
 
 
