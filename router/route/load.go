@@ -2,19 +2,30 @@ package route
 
 import (
 	"slices"
-	"sort"
 	"time"
 
 	"github.com/kvhash/kvhash/core"
+	"github.com/kvhash/kvhash/router/indexer"
 )
 
 // loadTable tracks the requests routed and not yet freed, and per rank
 // the load they add: prefill tokens until their prefill is done, and
 // their blocks (sequence hashes, counted once per rank however many
 // requests share them, as Dynamo's active sequences do).
+//
+// Ranks live in slots (dense, so a route's cost loop indexes arrays, not
+// maps). A rank whose requests all ended keeps its slot, idle, so a busy
+// fleet's slots stay put and routes can cache them (gen says when a
+// cached slot list is stale); idle slots are swept once they outnumber
+// the busy ones, so removed workers do not accumulate.
 type loadTable struct {
-	requests map[string]*request
-	ranks    map[core.Worker]*rankLoad
+	requests  map[string]*request
+	slotOf    map[core.Worker]int32
+	ranks     []*rankLoad // by slot; nil: free
+	freeSlots []int32
+	idle      int    // slots whose rank has no request
+	gen       uint64 // bumped whenever a worker's slot changes
+	holders   holders
 	// order: requests in routing order, for expiry. Entries of freed
 	// requests (dead) are skipped when reached, and dropped in one pass
 	// once they outnumber the live ones, so the queue stays O(active)
@@ -24,7 +35,7 @@ type loadTable struct {
 }
 
 type request struct {
-	worker        core.Worker
+	slot          int32
 	prefillTokens uint64 // 0 once prefill is done
 	blocks        []uint64
 	at            time.Time
@@ -36,53 +47,121 @@ type orderEntry struct {
 }
 
 type rankLoad struct {
+	worker        core.Worker
 	requests      int
 	prefillTokens uint64
 	blocks        map[uint64]uint32 // sequence hash -> active requests holding it
 }
 
+// idleSweepMin: idle slots kept before a sweep is considered.
+const idleSweepMin = 256
+
 func newLoadTable() loadTable {
-	return loadTable{requests: map[string]*request{}, ranks: map[core.Worker]*rankLoad{}}
+	return loadTable{requests: map[string]*request{}, slotOf: map[core.Worker]int32{}, gen: 1, holders: newHolders()}
 }
 
 func (t *loadTable) has(id string) bool { _, ok := t.requests[id]; return ok }
 
 func (t *loadTable) active() int { return len(t.requests) }
 
-// projected is the load of w as the cost sees it for a request with these
-// sequence hashes: decode blocks are w's active blocks plus the
-// request's blocks not among them.
+// slotCache is one (model, tenant)'s candidates' slots, valid while gen
+// matches the table's and the candidates are the same.
+type slotCache struct {
+	gen     uint64
+	workers []core.Worker
+	slots   []int32 // -1: the rank has no slot (no load)
+}
+
+// slotsFor returns the slot of each candidate, from c when still valid.
+func (t *loadTable) slotsFor(c *slotCache, cands []indexer.Candidate) []int32 {
+	if c.gen == t.gen && len(c.workers) == len(cands) {
+		same := true
+		for i := range cands {
+			if cands[i].Worker != c.workers[i] {
+				same = false
+				break
+			}
+		}
+		if same {
+			return c.slots
+		}
+	}
+	c.gen = t.gen
+	c.workers, c.slots = c.workers[:0], c.slots[:0]
+	for _, cd := range cands {
+		s, ok := t.slotOf[cd.Worker]
+		if !ok {
+			s = -1
+		}
+		c.workers = append(c.workers, cd.Worker)
+		c.slots = append(c.slots, s)
+	}
+	return c.slots
+}
+
+// projected is the load of the rank in slot (-1: none) as the cost sees
+// it for a request of seqLen sequence hashes, of which the rank has the
+// first depth active (holders.depths): decode blocks are its active
+// blocks plus the request's blocks not among them.
 //
 // A rank's active blocks are prefix-closed: each request adds its whole
 // chain of sequence hashes, and a sequence hash names its whole prefix.
-// So the request's blocks that are active form a prefix of seq, and a
-// binary search finds its length (Dynamo walks a tree of active prompts
-// for the same depth).
-func (t *loadTable) projected(w core.Worker, seq []uint64) Load {
-	rl := t.ranks[w]
-	if rl == nil {
-		return Load{DecodeBlocks: uint64(len(seq))}
+// So the request's blocks that are active are its leading ones (Dynamo
+// walks a tree of active prompts for the same depth).
+func (t *loadTable) projected(slot int32, depth uint32, seqLen int) Load {
+	if slot < 0 {
+		return Load{DecodeBlocks: uint64(seqLen)}
 	}
-	depth := sort.Search(len(seq), func(i int) bool {
-		_, ok := rl.blocks[seq[i]]
-		return !ok
-	})
-	return Load{PrefillTokens: rl.prefillTokens, DecodeBlocks: uint64(len(rl.blocks) + len(seq) - depth)}
+	rl := t.ranks[slot]
+	return Load{PrefillTokens: rl.prefillTokens, DecodeBlocks: uint64(len(rl.blocks) + seqLen - int(depth))}
+}
+
+// depths fills depth (by slot, grown as needed) with how many leading
+// hashes of seq each slot's rank has active.
+func (t *loadTable) depths(seq []uint64, depth []uint32, alive []uint64) ([]uint32, []uint64) {
+	depth = slices.Grow(depth[:0], len(t.ranks))[:len(t.ranks)]
+	alive = slices.Grow(alive[:0], t.holders.stride)[:t.holders.stride]
+	t.holders.depths(seq, depth, alive)
+	return depth, alive
+}
+
+// slot returns w's slot, giving it one if it has none.
+func (t *loadTable) slot(w core.Worker) int32 {
+	if s, ok := t.slotOf[w]; ok {
+		return s
+	}
+	var s int32
+	if n := len(t.freeSlots); n > 0 {
+		s, t.freeSlots = t.freeSlots[n-1], t.freeSlots[:n-1]
+	} else {
+		s = int32(len(t.ranks))
+		t.ranks = append(t.ranks, nil)
+		t.holders.fit(len(t.ranks))
+	}
+	t.ranks[s] = &rankLoad{worker: w, blocks: map[uint64]uint32{}}
+	t.slotOf[w] = s
+	t.idle++ // no request yet: add takes it out
+	t.gen++
+	return s
 }
 
 func (t *loadTable) add(id string, w core.Worker, prefillTokens uint64, seq []uint64, now time.Time) {
-	rq := &request{worker: w, prefillTokens: prefillTokens, blocks: seq, at: now}
+	s := t.slot(w)
+	rq := &request{slot: s, prefillTokens: prefillTokens, blocks: seq, at: now}
 	t.requests[id] = rq
 	t.order = append(t.order, orderEntry{id: id, req: rq})
-	rl := t.ranks[w]
-	if rl == nil {
-		rl = &rankLoad{blocks: map[uint64]uint32{}}
-		t.ranks[w] = rl
+	rl := t.ranks[s]
+	if rl.requests == 0 {
+		t.idle--
 	}
 	rl.requests++
 	rl.prefillTokens += prefillTokens
 	for _, h := range seq {
-		rl.blocks[h]++
+		n := rl.blocks[h]
+		if n == 0 {
+			t.holders.set(h, s)
+		}
+		rl.blocks[h] = n + 1
 	}
 }
 
@@ -91,7 +170,7 @@ func (t *loadTable) prefillDone(id string) bool {
 	if !ok {
 		return false
 	}
-	t.ranks[rq.worker].prefillTokens -= rq.prefillTokens
+	t.ranks[rq.slot].prefillTokens -= rq.prefillTokens
 	rq.prefillTokens = 0
 	return true
 }
@@ -115,18 +194,38 @@ func (t *loadTable) release(id string) bool {
 	}
 	delete(t.requests, id)
 	t.dead++
-	rl := t.ranks[rq.worker]
+	rl := t.ranks[rq.slot]
 	rl.requests--
 	rl.prefillTokens -= rq.prefillTokens
 	for _, h := range rq.blocks {
-		if rl.blocks[h]--; rl.blocks[h] == 0 {
+		if n := rl.blocks[h] - 1; n == 0 {
 			delete(rl.blocks, h)
+			t.holders.unset(h, rq.slot)
+		} else {
+			rl.blocks[h] = n
 		}
 	}
 	if rl.requests == 0 {
-		delete(t.ranks, rq.worker)
+		t.idle++
+		if t.idle > idleSweepMin && t.idle > len(t.slotOf)-t.idle {
+			t.sweep()
+		}
 	}
 	return true
+}
+
+// sweep frees the idle slots (their ranks have no load, so no holders
+// bit names them).
+func (t *loadTable) sweep() {
+	for s, rl := range t.ranks {
+		if rl != nil && rl.requests == 0 {
+			delete(t.slotOf, rl.worker)
+			t.ranks[s] = nil
+			t.freeSlots = append(t.freeSlots, int32(s))
+		}
+	}
+	t.idle = 0
+	t.gen++
 }
 
 // expire frees the requests routed before cutoff and returns how many.
@@ -152,9 +251,12 @@ func (t *loadTable) expire(cutoff time.Time) int {
 }
 
 func (t *loadTable) workers() []WorkerLoad {
-	out := make([]WorkerLoad, 0, len(t.ranks))
-	for w, rl := range t.ranks {
-		out = append(out, WorkerLoad{Worker: w, Requests: rl.requests, PrefillTokens: rl.prefillTokens, ActiveBlocks: uint64(len(rl.blocks))})
+	out := make([]WorkerLoad, 0, len(t.slotOf)-t.idle)
+	for _, rl := range t.ranks {
+		if rl == nil || rl.requests == 0 {
+			continue
+		}
+		out = append(out, WorkerLoad{Worker: rl.worker, Requests: rl.requests, PrefillTokens: rl.prefillTokens, ActiveBlocks: uint64(len(rl.blocks))})
 	}
 	slices.SortFunc(out, func(a, b WorkerLoad) int { return a.Worker.Compare(b.Worker) })
 	return out

@@ -99,7 +99,12 @@ type Router struct {
 	load     loadTable
 	expired  uint64
 	scratchW []float64
-	remote   remoteState // replicas' load sync (remote.go)
+	// Cost loop state, guarded by mu: each (model, tenant)'s candidate
+	// slots, and the depth (by slot) and word scratch of holders.depths.
+	slotCaches map[indexer.ModelKey]*slotCache
+	depth      []uint32
+	alive      []uint64
+	remote     remoteState // replicas' load sync (remote.go)
 }
 
 // New returns a Router over an Indexer.
@@ -124,7 +129,7 @@ func New(ix *indexer.Indexer, opts Options) (*Router, error) {
 	return &Router{
 		ix: ix, params: p, ttl: opts.RequestTTL, now: opts.Now,
 		rng:  rand.New(rand.NewPCG(seed, seed^0x9E3779B97F4A7C15)),
-		load: newLoadTable(),
+		load: newLoadTable(), slotCaches: map[indexer.ModelKey]*slotCache{},
 	}, nil
 }
 
@@ -175,6 +180,13 @@ func (r *Router) Route(req Request) (Decision, error) {
 	if r.load.has(id) {
 		return Decision{}, fmt.Errorf("route: %w: %q", ErrDuplicateRequest, id)
 	}
+	cache := r.slotCaches[key]
+	if cache == nil {
+		cache = &slotCache{}
+		r.slotCaches[key] = cache
+	}
+	slots := r.load.slotsFor(cache, cands)
+	r.depth, r.alive = r.load.depths(seq, r.depth, r.alive)
 	oi := 0
 	for i, c := range cands {
 		// Both lists are sorted by worker: merge.
@@ -185,7 +197,11 @@ func (r *Router) Route(req Request) (Decision, error) {
 		if oi < len(overlaps) && overlaps[oi].Worker == c.Worker {
 			ov = overlaps[oi].Blocks
 		}
-		l := r.load.projected(c.Worker, seq)
+		var depth uint32
+		if s := slots[i]; s >= 0 {
+			depth = r.depth[s]
+		}
+		l := r.load.projected(slots[i], depth, len(seq))
 		cost, prefill := Cost(p, blockSize, l, len(req.TokenIDs), ov)
 		out[i] = Candidate{
 			WorkerID: c.Worker.ID, DPRank: c.Worker.DPRank, OverlapBlocks: ov, Cost: cost,
