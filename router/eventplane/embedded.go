@@ -9,6 +9,9 @@ import (
 	"github.com/nats-io/nats-server/v2/server"
 )
 
+// EmbeddedMaxPayload is the embedded server's largest message.
+const EmbeddedMaxPayload = 16 << 20
+
 // Embedded is an in-process NATS server with JetStream: `kvrouter --nats
 // embedded` for one machine, and the tests' real server.
 type Embedded struct {
@@ -22,6 +25,10 @@ type Embedded struct {
 // the same port and directory brings the streams back (tests cut replicas
 // off this way).
 func StartEmbedded(storeDir string, port int) (*Embedded, error) {
+	return startEmbedded(storeDir, port, EmbeddedMaxPayload)
+}
+
+func startEmbedded(storeDir string, port int, maxPayload int32) (*Embedded, error) {
 	if port == 0 {
 		l, err := net.Listen("tcp", "127.0.0.1:0")
 		if err != nil {
@@ -36,6 +43,9 @@ func StartEmbedded(storeDir string, port int) (*Embedded, error) {
 		Port:       port,
 		JetStream:  true,
 		StoreDir:   storeDir,
+		// Engine batches of long prompts exceed NATS's 1 MB default (a
+		// 128k-token prompt's token ids alone are 512 KB).
+		MaxPayload: maxPayload,
 		NoSigs:     true,
 		NoLog:      true,
 	})

@@ -148,6 +148,9 @@ func (p *Plane) tend(l *lease) {
 	now := time.Now()
 	if l.held.Load() {
 		rev, err := p.kv.Update(ctx, key, me, l.rev)
+		if err != nil && isLeaseConflict(err) {
+			rev, err = p.reclaim(ctx, key)
+		}
 		switch {
 		case err == nil:
 			l.rev, l.renewedAt = rev, now
@@ -233,4 +236,23 @@ func isLeaseConflict(err error) bool {
 	var apiErr *jetstream.APIError
 	return errors.Is(err, jetstream.ErrKeyExists) || errors.Is(err, jetstream.ErrKeyNotFound) ||
 		errors.As(err, &apiErr) && apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequence
+}
+
+// reclaim settles a renewal that found the key moved on. A renewal whose
+// reply timed out may still have been written: then the key holds this
+// replica's id at a newer revision, and the lease is still ours. A key
+// that expired is taken again if nobody took it meanwhile. Anything else
+// is a conflict: another replica holds the engine.
+func (p *Plane) reclaim(ctx context.Context, key string) (uint64, error) {
+	me := []byte(p.opts.ReplicaID)
+	e, err := p.kv.Get(ctx, key)
+	switch {
+	case errors.Is(err, jetstream.ErrKeyNotFound):
+		return p.kv.Create(ctx, key, me)
+	case err != nil:
+		return 0, err
+	case string(e.Value()) != p.opts.ReplicaID:
+		return 0, jetstream.ErrKeyExists
+	}
+	return p.kv.Update(ctx, key, me, e.Revision())
 }

@@ -28,6 +28,7 @@ var counters = []counterOf{
 	{"published_total", "Messages this replica published as an engine's holder.", func(s *Stats) uint64 { return s.Published.Load() }},
 	{"publish_retries_total", "Publishes retried (NATS unreachable, timeouts).", func(s *Stats) uint64 { return s.PublishRetries.Load() }},
 	{"dropped_total", "Publishes abandoned because the lease moved (the new holder replays them).", func(s *Stats) uint64 { return s.Dropped.Load() }},
+	{"oversized_total", "Batches over NATS's max_payload, published as lost gaps instead.", func(s *Stats) uint64 { return s.Oversized.Load() }},
 	{"leases_taken_total", "Engine leases acquired.", func(s *Stats) uint64 { return s.LeasesTaken.Load() }},
 	{"leases_lost_total", "Engine leases lost (taken over, or not renewed in time).", func(s *Stats) uint64 { return s.LeasesLost.Load() }},
 	{"snapshots_total", "Snapshots written to the object store.", func(s *Stats) uint64 { return s.Snapshots.Load() }},

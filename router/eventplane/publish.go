@@ -2,6 +2,7 @@ package eventplane
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -23,6 +24,18 @@ func (pb *publisher) HandleBatch(src ingest.Source, b *ingest.Batch) {
 	data, err := EncodeBatch(src, b)
 	if err != nil {
 		pb.p.log.Error("kvrouter: a batch could not be encoded for the event plane", "worker_id", src.WorkerID, "seq", b.Seq, "error", err.Error())
+		return
+	}
+	if limit := pb.p.nc.MaxPayload(); int64(len(data)) > limit {
+		// Never retried: it would block the engine's stream for good. The
+		// batch is reported lost instead, so every replica clears the rank
+		// and rebuilds it from the events that follow (as after any lost
+		// gap); raise the server's max_payload to keep such batches.
+		pb.p.log.Error("kvrouter: a batch is larger than NATS's max_payload; it is reported lost", "worker_id", src.WorkerID,
+			"seq", b.Seq, "bytes", len(data), "max_payload", limit, "fix", "raise max_payload in the NATS server's config (e.g. 8MB)")
+		pb.p.stats.Oversized.Add(1)
+		pb.HandleStream(src, ingest.StreamEvent{Kind: ingest.StreamGapLost, From: b.Seq, To: b.Seq + 1,
+			Err: fmt.Errorf("batch seq %d: %d bytes, over NATS's max_payload of %d", b.Seq, len(data), limit)})
 		return
 	}
 	if pb.p.publish(src, data, batchMsgID(src, b)) {

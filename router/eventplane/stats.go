@@ -17,5 +17,6 @@ type Stats struct {
 	SnapshotErrors atomic.Uint64
 	RemoteRouted   atomic.Uint64 // other replicas' requests added to the load
 	RemoteExpired  atomic.Uint64 // requests expired because their replica vanished
+	Oversized      atomic.Uint64 // batches over NATS's max_payload, published as lost gaps
 	LoadDropped    atomic.Uint64 // own load changes not sent: the send queue was full
 }
