@@ -1,6 +1,7 @@
 package core
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"math"
@@ -471,6 +472,18 @@ func (s *scanner) plainUint64() (uint64, bool) {
 	}
 	var v uint64
 	n := 0
+	// Eight digits at a time while at least eight more follow and the
+	// result stays within 16 digits (no overflow possible): a hash has
+	// 19-20 digits, two words and a few single steps.
+	for n <= 8 && p+8 <= len(data) {
+		w := binary.LittleEndian.Uint64(data[p:])
+		if !eightDigits(w) {
+			break
+		}
+		v = v*100_000_000 + eightDigitsValue(w)
+		p += 8
+		n += 8
+	}
 	for ; p < len(data); p++ {
 		d := data[p] - '0'
 		if d > 9 {
@@ -493,6 +506,23 @@ func (s *scanner) plainUint64() (uint64, bool) {
 	}
 	s.pos = p
 	return v, true
+}
+
+// eightDigits reports whether the eight bytes of w (little-endian) are
+// all ASCII digits: each byte's high nibble is 3 and adding 6 to it does
+// not carry into the high nibble.
+func eightDigits(w uint64) bool {
+	return (w&0xF0F0F0F0F0F0F0F0)|(((w+0x0606060606060606)&0xF0F0F0F0F0F0F0F0)>>4) == 0x3333333333333333
+}
+
+// eightDigitsValue converts eight ASCII digits (little-endian in w, the
+// first digit in the low byte) to their value: pairs, then quads, then
+// the whole, with three multiplications instead of eight.
+func eightDigitsValue(w uint64) uint64 {
+	w -= 0x3030303030303030
+	w = w*10 + w>>8 // each even byte: a two-digit pair
+	return ((w&0x000000FF000000FF)*(100+(1000000<<32)) +
+		(w>>16&0x000000FF000000FF)*(1+(10000<<32))) >> 32
 }
 
 // uint32 reads a JSON integer in [0, 2^32-1].

@@ -86,3 +86,25 @@ func trimSpace(b []byte) []byte {
 	}
 	return b
 }
+
+// The eight-digit step against the plain loop, on every digit in every
+// position and on words that are almost digits.
+func TestEightDigits(t *testing.T) {
+	for _, s := range []string{"00000000", "12345678", "99999999", "90000001", "10000000", "00000009"} {
+		w := uint64(0)
+		for i := 7; i >= 0; i-- {
+			w = w<<8 | uint64(s[i])
+		}
+		require.True(t, eightDigits(w), s)
+		want, err := strconv.ParseUint(s, 10, 64)
+		require.NoError(t, err)
+		require.Equal(t, want, eightDigitsValue(w), s)
+	}
+	for _, s := range []string{"1234567:", "/1234567", "1234 567", "\xff2345678", "\xfa9999999", "123456\x0078"} {
+		w := uint64(0)
+		for i := 7; i >= 0; i-- {
+			w = w<<8 | uint64(s[i])
+		}
+		require.False(t, eightDigits(w), "%q", s)
+	}
+}

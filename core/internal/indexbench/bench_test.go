@@ -190,3 +190,66 @@ func BenchmarkStreamProbes(b *testing.B) {
 		dst = x.AppendMatches(dst[:0], probes[i%len(probes)], false)
 	}
 }
+
+// BenchmarkStreamJSON replays a stream's events as Dynamo's JSON (the
+// Python and C bindings' apply_event path): decode-ns/op and apply-ns/op
+// split one replay's time between core.DecodeEvent and Index.Apply.
+// Skipped without -stream.
+func BenchmarkStreamJSON(b *testing.B) {
+	if *streamFlag == "" {
+		b.Skip("no -stream FILE")
+	}
+	s, err := ReadStreamFile(*streamFlag)
+	if err != nil {
+		b.Fatal(err)
+	}
+	type jsonEvent struct {
+		worker uint64
+		data   []byte
+	}
+	var evs []jsonEvent
+	var total int64
+	for i := range s.Records {
+		r := &s.Records[i]
+		ev := core.Event{ID: uint64(i)}
+		switch r.Kind {
+		case RecStored:
+			ev.Kind = core.EventStored
+			if r.HasParent {
+				ev.ParentHash = &r.Parent
+			}
+			ev.Blocks = storeArgs(nil, r)
+		case RecRemoved:
+			ev.Kind, ev.BlockHashes = core.EventRemoved, r.Hashes
+		default:
+			continue
+		}
+		data, err := ev.MarshalJSON()
+		if err != nil {
+			b.Fatal(err)
+		}
+		evs = append(evs, jsonEvent{uint64(r.Worker), data})
+		total += int64(len(data))
+	}
+	b.SetBytes(total)
+	var decode, apply time.Duration
+	b.ResetTimer()
+	for range b.N {
+		x := core.NewIndex(core.IndexOptions{Mode: core.ModeEnforce})
+		for _, e := range evs {
+			t0 := time.Now()
+			ev, err := core.DecodeEvent(e.data)
+			t1 := time.Now()
+			if err != nil {
+				b.Fatal(err)
+			}
+			if err := x.Apply(e.worker, ev); err != nil {
+				b.Fatal(err)
+			}
+			decode += t1.Sub(t0)
+			apply += time.Since(t1)
+		}
+	}
+	b.ReportMetric(float64(decode.Nanoseconds())/float64(b.N), "decode-ns/op")
+	b.ReportMetric(float64(apply.Nanoseconds())/float64(b.N), "apply-ns/op")
+}
