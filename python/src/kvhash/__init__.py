@@ -23,6 +23,7 @@ from ._errors import (
     InternalError,
     InvalidArgumentError,
     KvHashError,
+    NoMemoryError,
     RejectedError,
     UnknownHandleError,
 )
@@ -83,4 +84,5 @@ __all__ = [
     "RejectedError",
     "UnknownHandleError",
     "InternalError",
+    "NoMemoryError",
 ]

@@ -18,6 +18,7 @@ ERR_DECODE = -4
 ERR_REJECTED = -5
 ERR_INTERNAL = -6
 ERR_OUT_OF_BOUNDS = -7  # WASM only
+ERR_NO_MEMORY = -8  # WASM only
 
 STATUS_NAMES = {
     OK: "KVHASH_OK",
@@ -28,6 +29,7 @@ STATUS_NAMES = {
     ERR_REJECTED: "KVHASH_ERR_REJECTED",
     ERR_INTERNAL: "KVHASH_ERR_INTERNAL",
     ERR_OUT_OF_BOUNDS: "KVHASH_ERR_OUT_OF_BOUNDS",
+    ERR_NO_MEMORY: "KVHASH_ERR_NO_MEMORY",
 }
 
 
@@ -79,6 +81,18 @@ class InternalError(KvHashError, RuntimeError):
     status = ERR_INTERNAL
 
 
+class NoMemoryError(KvHashError, MemoryError):
+    """KVHASH_ERR_NO_MEMORY (WASM backend): the request would take the
+    module's heap past its memory budget. Nothing changed and the instance
+    keeps working (hashing is never refused): free trees and retry.
+
+    A MemoryError, since that is what running out of memory is in Python;
+    but unlike the builtin one it is recoverable and says which request
+    did not fit."""
+
+    status = ERR_NO_MEMORY
+
+
 class BufferTooSmall(Exception):
     """KVHASH_ERR_BUFFER_TOO_SMALL, with the count the library needs.
 
@@ -97,6 +111,7 @@ _CLASSES = {
     ERR_UNKNOWN_HANDLE: UnknownHandleError,
     ERR_INTERNAL: InternalError,
     ERR_OUT_OF_BOUNDS: InternalError,
+    ERR_NO_MEMORY: NoMemoryError,
 }
 
 

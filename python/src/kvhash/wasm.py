@@ -40,12 +40,17 @@ except ModuleNotFoundError as _e:  # the optional dependency of the wasm backend
 from . import _api
 from ._backend import HashInput
 from ._buffers import address
-from ._errors import ERR_BUFFER_TOO_SMALL, ERR_INVALID_ARGUMENT, OK, BufferTooSmall, error_for
+from ._errors import ERR_BUFFER_TOO_SMALL, ERR_INVALID_ARGUMENT, ERR_NO_MEMORY, OK, BufferTooSmall, error_for
 
 MODULE_NAME = "kvhash.wasm"
 
 _U64_MASK = (1 << 64) - 1
 _ALIGN = 8
+# The module's memory cap (wasm/budget.go): told through this WASI variable,
+# in bytes; the module takes nothing below 64 MiB; wasm pages are 64 KiB.
+_MEMORY_LIMIT_ENV = "KVHASH_WASM_MEMORY_LIMIT"
+_MIN_MEMORY_LIMIT = 64 << 20
+_PAGE = 1 << 16
 
 
 def module_path() -> str:
@@ -108,7 +113,14 @@ class WasmBackend:
 
     name = "wasm"
 
-    def __init__(self, path: Optional[str] = None) -> None:
+    def __init__(self, path: Optional[str] = None, memory_limit: Optional[int] = None) -> None:
+        """`memory_limit`: cap the instance's linear memory at that many
+        bytes (whole 64 KiB pages; the module raises anything below 64 MiB
+        to that). The module is told the cap through its WASI environment
+        (KVHASH_WASM_MEMORY_LIMIT, wasm/budget.go), so it refuses requests
+        that would not fit with NoMemoryError instead of trapping. None:
+        no cap here (the process's own KVHASH_WASM_MEMORY_LIMIT, if set,
+        still reaches the module)."""
         self.path = path or module_path()
         if not os.path.exists(self.path):
             raise ImportError(
@@ -125,10 +137,18 @@ class WasmBackend:
         self._engine = wasmtime.Engine(config)
         self._module = wasmtime.Module.from_file(self._engine, self.path)
         self._store = wasmtime.Store(self._engine)
+        env = dict(os.environ)
+        if memory_limit is not None:
+            limit = max(int(memory_limit), _MIN_MEMORY_LIMIT) // _PAGE * _PAGE
+            # The store enforces the cap; the module, told of it, keeps its
+            # heap within budget below it (a Go runtime that cannot grow
+            # would abort, losing the instance).
+            self._store.set_limits(memory_size=limit)
+            env[_MEMORY_LIMIT_ENV] = str(limit)
         wasi = wasmtime.WasiConfig()
         # The module sees the process's environment (index mode from the
         # environment reads it) and reports Go runtime failures on stderr.
-        wasi.env = list(os.environ.items())
+        wasi.env = list(env.items())
         wasi.inherit_stderr()
         self._store.set_wasi(wasi)
         linker = wasmtime.Linker(self._engine)
@@ -185,16 +205,29 @@ class WasmBackend:
         size = max(4096, self._arena_size)
         while size < nbytes:
             size *= 2
-        if self._arena:
-            self._fn["kvhash_free"](self._store, self._arena)
-            self._arena = 0
-            self._arena_size = 0
+        # The new arena first, then the old one freed: if the module refuses
+        # (its memory budget is spent), the old arena is still there to read
+        # the module's message into, and to serve the next smaller call.
         ptr: int = self._fn["kvhash_alloc"](self._store, size) & 0xFFFFFFFF
         if ptr == 0:
-            raise MemoryError("kvhash wasm: kvhash_alloc(%d) failed" % size)
+            raise error_for(ERR_NO_MEMORY, self._message_in_arena("kvhash_alloc(%d) failed" % size))
+        if self._arena:
+            self._fn["kvhash_free"](self._store, self._arena)
         self._arena = ptr
         self._arena_size = size
         return ptr
+
+    def _message_in_arena(self, fallback: str) -> str:
+        """The module's last error, read into the current arena without
+        growing it (growing is what just failed); cut to the arena's size,
+        or `fallback` without an arena."""
+        if not self._arena:
+            return fallback
+        cap = self._arena_size
+        n: int = self._fn["kvhash_last_error"](self._store, self._arena, cap)
+        raw = ctypes.string_at(self._base() + self._arena, min(n, cap - 1)).split(b"\0", 1)[0]
+        text = raw.decode("utf-8", "replace")
+        return text or fallback
 
     def _call(
         self, fname: str, segments: Sequence[_Segment], args_of: Callable[[List[int]], Tuple[int, ...]]
