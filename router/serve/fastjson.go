@@ -36,20 +36,34 @@ func (tl *tokenList) UnmarshalJSON(data []byte) error {
 		return nil
 	}
 	for {
+		// One pass a digit; the limit and leading-zero checks once a
+		// number (10 digits cannot overflow a uint64).
 		start := i
 		var v uint64
-		for i < len(data) && data[i] >= '0' && data[i] <= '9' {
-			v = v*10 + uint64(data[i]-'0')
-			if v > math.MaxUint32 {
-				return badToken(len(out), data[start:numberEnd(data, i)])
+		for i < len(data) {
+			d := data[i] - '0'
+			if d > 9 {
+				break
 			}
+			v = v*10 + uint64(d)
 			i++
 		}
-		end := numberEnd(data, i)
-		if i == start || end != i || (data[start] == '0' && i-start > 1) {
-			return badToken(len(out), data[start:end])
+		if n := i - start; n > 10 || v > math.MaxUint32 {
+			return badToken(len(out), data[start:numberEnd(data, i)])
+		}
+		if i == start || (data[start] == '0' && i-start > 1) {
+			return badToken(len(out), data[start:numberEnd(data, i)])
 		}
 		out = append(out, uint32(v))
+		if i < len(data) && data[i] == ',' { // the common "1,2,3"
+			if i++; i < len(data) && data[i]-'0' > 9 {
+				i = skipSpace(data, i)
+			}
+			continue
+		}
+		if end := numberEnd(data, i); end != i {
+			return badToken(len(out)-1, data[start:end])
+		}
 		i = skipSpace(data, i)
 		if i < len(data) && data[i] == ',' {
 			i = skipSpace(data, i+1)
