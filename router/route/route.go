@@ -159,7 +159,10 @@ func (r *Router) Route(req Request) (Decision, error) {
 	if len(cands) == 0 {
 		return Decision{}, fmt.Errorf("route: %w: model %q tenant %q has no healthy worker", ErrNoCandidates, req.Model, req.Tenant)
 	}
-	overlaps, err := r.ix.AppendOverlaps(sc.overlaps[:0], key, local, false)
+	// Every rank's overlap (all=true): the candidates carry their state,
+	// so the merge below drops the non-live ranks' overlaps without the
+	// indexer looking each one up again.
+	overlaps, err := r.ix.AppendOverlaps(sc.overlaps[:0], key, local, true)
 	if err != nil {
 		return Decision{}, fmt.Errorf("route: %w", err)
 	}
@@ -194,7 +197,7 @@ func (r *Router) Route(req Request) (Decision, error) {
 			oi++
 		}
 		var ov uint32
-		if oi < len(overlaps) && overlaps[oi].Worker == c.Worker {
+		if oi < len(overlaps) && overlaps[oi].Worker == c.Worker && c.State == indexer.StateLive {
 			ov = overlaps[oi].Blocks
 		}
 		var depth uint32
