@@ -30,6 +30,9 @@ type NATS struct {
 	// requests still count as load on the others (0: 5s).
 	LeaseTTL       time.Duration `yaml:"lease_ttl,omitempty"`
 	ReplicaTimeout time.Duration `yaml:"replica_timeout,omitempty"`
+	// StreamReplicas is the JetStream replication factor of the stream and
+	// buckets in a clustered NATS (0: 1; 3 survives one server's loss).
+	StreamReplicas int `yaml:"stream_replicas,omitempty"`
 }
 
 // validateNATS reports the event plane's bad settings.
@@ -56,6 +59,9 @@ func (c *Config) validateNATS() []error {
 		if d.v < 0 {
 			bad("nats.%s: %v is negative", d.key, d.v)
 		}
+	}
+	if n.StreamReplicas < 0 || n.StreamReplicas > 5 {
+		bad("nats.stream_replicas: %d; want 1..5 (JetStream's limit)", n.StreamReplicas)
 	}
 	if n.StreamMaxBytes < 0 {
 		bad("nats.stream_max_bytes: %d is negative", n.StreamMaxBytes)

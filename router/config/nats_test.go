@@ -27,6 +27,8 @@ func TestNATSFlagsAndValidation(t *testing.T) {
 		{"replica id alone", []string{"--replica-id", "r1"}, "need nats.url"},
 		{"file snapshot and replicas", []string{"--nats", "embedded", "--snapshot", "/tmp/s"}, "snapshot.path"},
 		{"bind and replicas", []string{"--nats", "embedded", "--bind", "tcp://*:5557"}, "bind"},
+		{"replicated", []string{"--nats", "nats://h:4222", "--nats-stream-replicas", "3"}, ""},
+		{"too replicated", []string{"--nats", "nats://h:4222", "--nats-stream-replicas", "7"}, "stream_replicas"},
 		{"negative ttl", []string{"--nats", "embedded", "--nats-lease-ttl", "-1s"}, "lease_ttl"},
 	}
 	for _, c := range cases {
