@@ -53,7 +53,7 @@ func TestDashboardInBrowser(t *testing.T) {
 		t.Skip("no Chromium on PATH (mk/90-demo.mk installs Debian's chromium when run as root)")
 	}
 	var out bytes.Buffer
-	o := testOptions(t, &out, 150, proxy.PolicyKV, proxy.PolicyRoundRobin)
+	o := testOptions(t, &out, 150, 20, proxy.PolicyKV, proxy.PolicyRoundRobin)
 	var page pageState
 	var shot []byte
 	var dash proxy.Dashboard

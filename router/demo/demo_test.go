@@ -12,15 +12,18 @@ import (
 	"github.com/kvhash/kvhash/router/proxy"
 )
 
-// testOptions is a short replay: a generated trace of small sessions, four
+// testOptions is a short replay at a speedup (a session's next turn
+// comes about 3 s of trace time after its last: at 10x, 300 ms, well
+// after kvrouter has indexed the last turn's blocks even on a busy
+// machine): a generated trace of small sessions, four
 // in-process engines whose caches cannot hold every session at once.
-func testOptions(t *testing.T, out *bytes.Buffer, n int, pols ...proxy.Policy) demo.Options {
+func testOptions(t *testing.T, out *bytes.Buffer, n int, speedup float64, pols ...proxy.Policy) demo.Options {
 	t.Helper()
 	return demo.Options{
-		Trace: demo.GenerateTraceShape(n, 7, 10), TraceName: "generated", Engines: 4, Speedup: 10, Policies: pols,
+		Trace: demo.GenerateTraceShape(n, 7, 10), TraceName: "generated", Engines: 4, Speedup: speedup, Policies: pols,
 		UnstableEngine: -1, Launcher: demo.InprocLauncher{}, Listen: "127.0.0.1:0", Out: out,
 		Engine: demo.EngineConfig{Model: "kvmock", BlockSize: 16, NumBlocks: 1024, MaxRunning: 8,
-			PrefillTokensPerSec: 50000, DecodeMsPerToken: 5, Speedup: 10, MaxModelLen: 65536},
+			PrefillTokensPerSec: 50000, DecodeMsPerToken: 5, Speedup: speedup, MaxModelLen: 65536},
 	}
 }
 
@@ -29,7 +32,7 @@ func testOptions(t *testing.T, out *bytes.Buffer, n int, pols ...proxy.Policy) d
 func TestReplayKVRoutingBeatsBaselines(t *testing.T) {
 	skipSlow(t)
 	var out bytes.Buffer
-	rs, err := demo.Run(context.Background(), testOptions(t, &out, 300, proxy.PolicyKV, proxy.PolicyRoundRobin, proxy.PolicyRandom))
+	rs, err := demo.Run(context.Background(), testOptions(t, &out, 300, 10, proxy.PolicyKV, proxy.PolicyRoundRobin, proxy.PolicyRandom))
 	require.NoError(t, err, out.String())
 	require.Len(t, rs, 3)
 	t.Log("\n" + out.String())
@@ -58,11 +61,10 @@ func TestReplayKVRoutingBeatsBaselines(t *testing.T) {
 func TestReplayUnstableEngineDetectedAndRecovered(t *testing.T) {
 	skipSlow(t)
 	var out bytes.Buffer
-	o := testOptions(t, &out, 300, proxy.PolicyKV)
-	o.UnstableEngine = 1
-	// Slower arrivals (15 s): the unstable engine must serve a while
+	// Slower arrivals (10 s): the unstable engine must serve a while
 	// between its drains for kvrouter to see its blocks.
-	o.Speedup, o.Engine.Speedup = 5, 5
+	o := testOptions(t, &out, 200, 5, proxy.PolicyKV)
+	o.UnstableEngine = 1
 	rs, err := demo.Run(context.Background(), o)
 	require.NoError(t, err, out.String())
 	t.Log("\n" + out.String())
