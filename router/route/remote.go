@@ -86,6 +86,15 @@ func (r *Router) AddRemote(owner, id string, w core.Worker, prefillTokens uint64
 		r.remote.owners[owner] = ids
 	}
 	ids[key] = struct{}{}
+	if len(ids) > 1024 && len(ids) > 2*r.load.active() {
+		// Requests the TTL expired (their free was lost) leave their key
+		// behind: drop those once they are most of the owner's.
+		for k := range ids {
+			if !r.load.has(k) {
+				delete(ids, k)
+			}
+		}
+	}
 	return true
 }
 

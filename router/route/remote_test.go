@@ -1,7 +1,9 @@
 package route
 
 import (
+	"strconv"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -65,4 +67,20 @@ func TestRemoteRequestsCountAsLoad(t *testing.T) {
 			assert.False(t, f.r.Free("x"), "a local free never ends a remote request")
 		})
 	}
+}
+
+func TestExpiredRemoteRequestsAreForgotten(t *testing.T) {
+	f := newFixture(t, 1, Options{RequestTTL: time.Second})
+	for i := range 3000 {
+		require.True(t, f.r.AddRemote("b", strconv.Itoa(i), core.Worker{ID: 0}, 1, []uint64{uint64(i)}))
+		if i%1000 == 999 {
+			f.clock.Advance(2 * time.Second)
+			f.r.Expire() // their frees were lost: the TTL ends them
+		}
+	}
+	f.r.mu.Lock()
+	n := len(f.r.remote.owners["b"])
+	f.r.mu.Unlock()
+	assert.LessOrEqual(t, n, 2048, "expired requests' keys are pruned")
+	assert.Equal(t, 0, f.r.ExpireOwner("b"), "all of them expired already")
 }
