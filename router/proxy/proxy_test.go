@@ -262,3 +262,18 @@ func TestRoundRobinCycles(t *testing.T) {
 	assert.Equal(t, got[:3], got[3:])
 	assert.ElementsMatch(t, []string{"1", "2", "3"}, got[:3])
 }
+
+// The proxy's figures are on kvrouter's /metrics.
+func TestProxyMetrics(t *testing.T) {
+	f := startFleet(t, 1, engineConfig())
+	resp := f.post(context.Background(), "/v1/completions", map[string]any{"model": "m", "prompt": tokens(0, 12), "max_tokens": 1}, nil)
+	_, _ = io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	m, err := http.Get(f.router.URL + "/metrics")
+	require.NoError(t, err)
+	defer m.Body.Close()
+	b, err := io.ReadAll(m.Body)
+	require.NoError(t, err)
+	assert.Contains(t, string(b), `kvrouter_proxy_requests_total{policy="kvrouter"} 1`)
+	assert.Contains(t, string(b), `kvrouter_proxy_prompt_tokens_total{policy="kvrouter"} 12`)
+}

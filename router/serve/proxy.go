@@ -17,6 +17,9 @@ func (s *Server) attachProxy() error {
 		return fmt.Errorf("serve: %w", err)
 	}
 	s.px = px
+	if err := s.reg.Register(px.Collector()); err != nil {
+		return fmt.Errorf("serve: proxy metrics: %w", err)
+	}
 	s.routes = px.Wrap(s.routes)
 	return nil
 }
