@@ -139,6 +139,12 @@ func (r *Router) Params() Params { return r.params }
 // Route scores every candidate rank of the request's model and tenant,
 // picks one, and records the request's load on it.
 func (r *Router) Route(req Request) (Decision, error) {
+	return r.RouteAppend(nil, req)
+}
+
+// RouteAppend is Route with the Decision's candidates in dst's memory
+// (a caller that is done with them before its next route reuses it).
+func (r *Router) RouteAppend(dst []Candidate, req Request) (Decision, error) {
 	p, err := r.params.With(req.Override)
 	if err != nil {
 		return Decision{}, fmt.Errorf("route: %w", err)
@@ -176,7 +182,7 @@ func (r *Router) Route(req Request) (Decision, error) {
 	}
 	blockSize := r.ix.BlockSize()
 
-	out := make([]Candidate, len(cands))
+	out := slices.Grow(dst[:0], len(cands))[:len(cands)]
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.expireLocked(r.now())

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"net/http"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/kvhash/kvhash/core"
@@ -27,7 +28,13 @@ type routeRequest struct {
 // decodeRouteRequest is the body decoder of POST /v1/route; it also says
 // whether the caller asked for the cost terms.
 func decodeRouteRequest(body []byte, maxTokens int) (route.Request, bool, error) {
-	req, ok := fastRouteRequest(body)
+	return decodeRouteRequestInto(body, maxTokens, nil)
+}
+
+// decodeRouteRequestInto is decodeRouteRequest with the token ids parsed
+// into tokens' memory when it can (the fast path).
+func decodeRouteRequestInto(body []byte, maxTokens int, tokens []uint32) (route.Request, bool, error) {
+	req, ok := fastRouteRequestInto(body, tokens)
 	if !ok {
 		req = routeRequest{}
 		if err := decodeStrict(body, &req); err != nil {
@@ -57,15 +64,25 @@ func (s *Server) postRoute(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	req, explain, err := decodeRouteRequest(body, s.cfg.Limits.MaxTokens)
+	// The token ids and the candidates are garbage once the answer is
+	// written (Route keeps neither): pooled too.
+	tp := tokenPool.Get().(*[]uint32)
+	defer tokenPool.Put(tp)
+	req, explain, err := decodeRouteRequestInto(body, s.cfg.Limits.MaxTokens, *tp)
 	if err != nil {
 		return err
 	}
-	d, err := s.rt.Route(req)
+	if c := cap(req.TokenIDs); c > cap(*tp) && c <= maxPooledTokens {
+		*tp = req.TokenIDs[:0] // grown: keep the larger buffer
+	}
+	cp := candidatePool.Get().(*[]route.Candidate)
+	defer candidatePool.Put(cp)
+	d, err := s.rt.RouteAppend(*cp, req)
 	if err != nil {
 		s.m.routeErrors.Inc()
 		return routeError(err)
 	}
+	*cp = d.Candidates[:0]
 	s.m.routeOK.Inc()
 	s.m.routeOverlap.Observe(float64(d.OverlapBlocks))
 	bp := bufPool.Get().(*[]byte)
@@ -78,6 +95,15 @@ func (s *Server) postRoute(w http.ResponseWriter, r *http.Request) error {
 	s.m.routeLatency.Observe(time.Since(start).Seconds())
 	return nil
 }
+
+// maxPooledTokens: larger token buffers are left to the collector rather
+// than kept in the pool.
+const maxPooledTokens = 64 << 10
+
+var (
+	tokenPool     = sync.Pool{New: func() any { s := make([]uint32, 0, 4096); return &s }}
+	candidatePool = sync.Pool{New: func() any { s := make([]route.Candidate, 0, 128); return &s }}
+)
 
 // routeError maps the router's errors onto statuses.
 func routeError(err error) error {

@@ -19,7 +19,8 @@ type tokenList []uint32
 
 // UnmarshalJSON parses [1, 2, ...]: every element a JSON integer in
 // 0..2^32-1 (no fraction, no exponent, no sign), whitespace anywhere.
-// encoding/json has already checked the value is well-formed JSON.
+// encoding/json has already checked the value is well-formed JSON. The
+// ids go into *tl's memory when it has some.
 func (tl *tokenList) UnmarshalJSON(data []byte) error {
 	i := skipSpace(data, 0)
 	if i < len(data) && data[i] == 'n' { // null
@@ -29,7 +30,10 @@ func (tl *tokenList) UnmarshalJSON(data []byte) error {
 	if i >= len(data) || data[i] != '[' {
 		return badRequest("invalid_type", "field token_ids: want an array of integers in 0..4294967295")
 	}
-	out := make([]uint32, 0, len(data)/4)
+	out := (*tl)[:0] // a buffer the caller lends (fastRouteRequestInto)
+	if out == nil {
+		out = make([]uint32, 0, len(data)/4)
+	}
 	i = skipSpace(data, i+1)
 	if i < len(data) && data[i] == ']' {
 		*tl = out

@@ -15,6 +15,12 @@ import (
 // the fast path accepts a subset of what the strict decoder accepts, with
 // the same result (FuzzDecodeRouteRequest holds it to that).
 func fastRouteRequest(data []byte) (req routeRequest, ok bool) {
+	return fastRouteRequestInto(data, nil)
+}
+
+// fastRouteRequestInto is fastRouteRequest parsing the token ids into
+// tokens' memory (the route handler's pooled buffer; nil: a new one).
+func fastRouteRequestInto(data []byte, tokens []uint32) (req routeRequest, ok bool) {
 	i := skipSpace(data, 0)
 	if i >= len(data) || data[i] != '{' {
 		return req, false
@@ -56,6 +62,7 @@ func fastRouteRequest(data []byte) (req routeRequest, ok bool) {
 			if end < 0 || data[i] != '[' {
 				return req, false
 			}
+			req.TokenIDs = tokens[:0]
 			if err := req.TokenIDs.UnmarshalJSON(data[i : i+end+1]); err != nil {
 				return req, false
 			}
