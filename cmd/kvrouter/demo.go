@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -88,6 +89,10 @@ Flags:
 		if !set["num-blocks"] {
 			*numBlocks = 2048
 		}
+	}
+	if !flagSet(fs, "listen") && !portFree(*listen) {
+		fmt.Fprintf(stdout, "%s is taken (another kvrouter?): the demo's kvrouter takes a free port\n", *listen)
+		*listen = "127.0.0.1:0"
 	}
 	kvmockBin := *bin
 	if kvmockBin == "" {
@@ -181,4 +186,20 @@ func isTerminal(w io.Writer) bool {
 	}
 	st, err := f.Stat()
 	return err == nil && st.Mode()&os.ModeCharDevice != 0
+}
+
+func flagSet(fs *flag.FlagSet, name string) bool {
+	set := false
+	fs.Visit(func(f *flag.Flag) { set = set || f.Name == name })
+	return set
+}
+
+// portFree reports whether addr can be listened on now.
+func portFree(addr string) bool {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return false
+	}
+	_ = ln.Close()
+	return true
 }
