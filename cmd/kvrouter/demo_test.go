@@ -1,0 +1,60 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/kvhash/kvhash/router/demo"
+)
+
+// Bad demo flags exit 2 with a line naming the flag; help exits 0.
+func TestDemoFlags(t *testing.T) {
+	tests := []struct {
+		name string
+		args []string
+		code int
+		msg  string
+	}{
+		{"help", []string{"demo", "-h"}, 0, "Usage: kvrouter demo"},
+		{"unknown flag", []string{"demo", "--nope"}, 2, "flag provided but not defined"},
+		{"bad policy", []string{"demo", "--policies", "kvrouter,fastest"}, 2, `policy "fastest"`},
+		{"no engines", []string{"demo", "--engines", "0"}, 2, "--engines"},
+		{"missing trace", []string{"demo", "--trace", "/nonexistent.jsonl"}, 1, "nonexistent"},
+		{"missing kvmock", []string{"demo", "--trace", "", "--kvmock", "/nonexistent/kvmock"}, 1, "kvmock binary"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			var out, errb bytes.Buffer
+			code := run(context.Background(), tc.args, &out, &errb)
+			assert.Equal(t, tc.code, code, errb.String())
+			assert.Contains(t, out.String()+errb.String(), tc.msg)
+		})
+	}
+}
+
+// A trace is subsampled by prefix family, then cut to --requests.
+func TestLoadTrace(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "t.jsonl")
+	f, err := os.Create(path)
+	require.NoError(t, err)
+	require.NoError(t, demo.WriteTrace(f, demo.GenerateTrace(200, 1)))
+	require.NoError(t, f.Close())
+	var out bytes.Buffer
+	all, name, err := loadTrace(path, 1, 0, &out)
+	require.NoError(t, err)
+	assert.Equal(t, "t.jsonl", name)
+	assert.Len(t, all, 200)
+	half, _, err := loadTrace(path, 2, 0, &out)
+	require.NoError(t, err)
+	assert.Equal(t, demo.SampleFamilies(all, 2), half)
+	assert.Contains(t, out.String(), "1 prefix family in 2")
+	few, _, err := loadTrace(path, 1, 10, &out)
+	require.NoError(t, err)
+	assert.Equal(t, all[:10], few)
+}
