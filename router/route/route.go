@@ -1,7 +1,6 @@
 package route
 
 import (
-	"cmp"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -104,6 +103,8 @@ type Router struct {
 	slotCaches map[indexer.ModelKey]*slotCache
 	depth      []uint32
 	alive      []uint64
+	sortKeys   []costKey
+	sortTmp    []Candidate
 	remote     remoteState // replicas' load sync (remote.go)
 }
 
@@ -224,15 +225,7 @@ func (r *Router) RouteAppend(dst []Candidate, req Request) (Decision, error) {
 	r.notifyLocked(LoadEvent{Op: LoadRouted, RequestID: id, Worker: core.Worker{ID: chosen.WorkerID, DPRank: chosen.DPRank},
 		PrefillTokens: uint64(newTokens), Blocks: seq})
 
-	slices.SortFunc(out, func(a, b Candidate) int {
-		if c := cmp.Compare(a.Cost, b.Cost); c != 0 {
-			return c
-		}
-		if c := cmp.Compare(a.WorkerID, b.WorkerID); c != 0 {
-			return c
-		}
-		return cmp.Compare(a.DPRank, b.DPRank)
-	})
+	r.sortKeys, r.sortTmp = sortCandidates(out, r.sortKeys, r.sortTmp)
 	return Decision{
 		WorkerID: chosen.WorkerID, DPRank: chosen.DPRank, OverlapBlocks: chosen.OverlapBlocks,
 		Cost: chosen.Cost, RequestID: id, Candidates: out,
