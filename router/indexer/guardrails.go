@@ -26,6 +26,14 @@ func (a *applier) outcome(kind EventKind, err error) {
 	if !errors.As(err, &se) || !se.Enforced {
 		return
 	}
+	// A hash mismatch says two ranks name one block differently, not which
+	// of them is wrong: the node keeps the name of whoever stored it first.
+	// A rank whose own ids are verified deterministic is not the one to
+	// blame (an unstable rank that named the block first is caught by its
+	// own verdict), so mismatches alone never quarantine it.
+	if r.vs.verdict == VerdictVerified && onlyKinds(err, core.ViolationHashMismatch) {
+		return
+	}
 	switch r.State() {
 	case StateLive:
 		a.quarantine(se, err)
@@ -36,20 +44,41 @@ func (a *applier) outcome(kind EventKind, err error) {
 	}
 }
 
-// contentViolation reports whether err holds a violation that a clear
-// and a partial rebuild cannot explain: a hash mismatch, a self
-// reference, or a name reused for other content. (Parents and removed blocks not found are expected while a
-// cleared rank rebuilds.)
-func contentViolation(err error) bool {
+// onlyKinds reports whether every stability error err holds is of kind k.
+func onlyKinds(err error, k core.Violation) bool {
+	for _, e := range stabilityErrors(err) {
+		if e.Kind != k {
+			return false
+		}
+	}
+	return true
+}
+
+// stabilityErrors lists the stability errors err holds, joined or not.
+func stabilityErrors(err error) []*core.StabilityError {
 	var errs []error
 	if j, ok := err.(interface{ Unwrap() []error }); ok {
 		errs = j.Unwrap()
 	} else {
 		errs = []error{err}
 	}
+	var out []*core.StabilityError
 	for _, e := range errs {
 		var se *core.StabilityError
-		if errors.As(e, &se) && (se.Kind == core.ViolationHashMismatch || se.Kind == core.ViolationSelfReference || se.Kind == core.ViolationNameReused) {
+		if errors.As(e, &se) {
+			out = append(out, se)
+		}
+	}
+	return out
+}
+
+// contentViolation reports whether err holds a violation that a clear
+// and a partial rebuild cannot explain: a hash mismatch, a self
+// reference, or a name reused for other content. (Parents and removed blocks not found are expected while a
+// cleared rank rebuilds.)
+func contentViolation(err error) bool {
+	for _, se := range stabilityErrors(err) {
+		if se.Kind == core.ViolationHashMismatch || se.Kind == core.ViolationSelfReference || se.Kind == core.ViolationNameReused {
 			return true
 		}
 	}
