@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"regexp"
+	"runtime"
 	"strconv"
 	"strings"
 )
@@ -82,6 +83,13 @@ func main() {
 			}
 		}
 		fmt.Printf("  %-80s %14s  %s\n", f.what, group(v), verdict)
+	}
+	// Wall-clock figures (routes/s, latency, blocks/s) drop when other
+	// work shares the cores; the load says how much did.
+	if la, err := os.ReadFile("/proc/loadavg"); err == nil {
+		if f := strings.Fields(string(la)); len(f) >= 3 {
+			fmt.Printf("  load average at the end (1, 5, 15 min): %s on %d cores\n", strings.Join(f[:3], ", "), runtime.NumCPU())
+		}
 	}
 }
 
