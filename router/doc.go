@@ -6,17 +6,23 @@
 //	             SGLang's MessagePack wire in every shape, seq tracking, gaps, replay, restarts
 //	indexer/     normalized engine events -> core.Index: canonical local hashes from token ids
 //	             (core), salt carried down the chain, skipped blocks by reason, one index per
-//	             model, worker states (live, degraded, quarantined), stability guardrails
+//	             model, worker states (live, degraded, quarantined), stability guardrails,
+//	             verification of engines' own block ids (enginehash)
 //	route/       choosing a worker: Dynamo's cost over overlap and active load, temperature,
 //	             the active requests and their expiry
 //	serve/       the HTTP API (kvrouter's own, Dynamo's standalone indexer's), metrics,
-//	             health, the proxy to engines, the dashboard
-//	snapshot/    the index and each engine's last seq on disk, atomically
-//	config/      the YAML config file and its flags
+//	             health, snapshots on a timer, the wiring of every step
+//	proxy/       the OpenAI-compatible front door: completions forwarded to the chosen
+//	             engine, streams passed through, health checks, the dashboard
 //
 // Beside the flow:
 //
-//	enginehash/  engines' own block ids (vLLM sha256 / sha256_cbor, SGLang, TensorRT-LLM)
-//	kvmock/      an engine simulator that behaves toward the router as vLLM does
+//	enginehash/  engines' own block ids (vLLM sha256 / sha256_cbor / xxhash, SGLang, TensorRT-LLM)
+//	verify/      the live engine doctor: one engine's stream, its ids' verdict, the fix
+//	snapshot/    the index and each engine's last seq on disk, atomically
+//	config/      the YAML config file and its flags
 //	eventplane/  router replicas sharing one event stream on NATS JetStream
+//	kvmock/      an engine simulator that behaves toward the router as vLLM does
+//	demo/        kvrouter demo: a kvmock fleet, a trace replayed once per policy, the table
+//	tests/       end-to-end tests and the router's benchmarks
 package router
