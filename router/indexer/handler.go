@@ -135,7 +135,7 @@ func errText(err error) string {
 }
 
 // settleLocked ends a degraded or quarantined state whose rule is met
-// (see the package doc); called after each batch.
+// (see the package doc); called after each batch and by Settle.
 func (x *Indexer) settleLocked(r *rank, now time.Time) {
 	switch r.State() {
 	case StateDegraded:
@@ -152,5 +152,30 @@ func (x *Indexer) settleLocked(r *rank, now time.Time) {
 			x.opts.Logger.Info("kvrouter: worker live again: its events applied without a stability violation",
 				"worker_id", r.w.ID, "dp_rank", r.w.DPRank, "clean_for", x.opts.QuarantineSettle.String())
 		}
+	}
+}
+
+// Settle applies the settle rules of every degraded or quarantined rank
+// now, not only when its next batch arrives: a rank whose engine went
+// quiet after its clean stretch (an idle fleet, the end of a trace) is
+// taken back once its time is up. The serving layer calls it on a timer.
+func (x *Indexer) Settle() {
+	x.mu.RLock()
+	var ranks []*rank
+	for _, w := range x.workers {
+		for _, r := range w.sorted {
+			if s := r.State(); s == StateDegraded || s == StateQuarantined {
+				ranks = append(ranks, r)
+			}
+		}
+	}
+	x.mu.RUnlock()
+	now := x.now()
+	for _, r := range ranks {
+		r.mu.Lock()
+		if !r.gone {
+			x.settleLocked(r, now)
+		}
+		r.mu.Unlock()
 	}
 }

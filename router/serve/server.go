@@ -223,7 +223,9 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	return errors.Join(errs...)
 }
 
-// expiryLoop frees requests never freed, so an idle router releases load.
+// expiryLoop frees requests never freed, so an idle router releases load,
+// and lets degraded and quarantined ranks whose time is up settle even
+// when their engines send nothing more.
 func (s *Server) expiryLoop() {
 	defer s.loops.Done()
 	t := time.NewTicker(time.Second)
@@ -234,6 +236,7 @@ func (s *Server) expiryLoop() {
 			return
 		case <-t.C:
 			s.rt.Expire()
+			s.ix.Settle()
 		}
 	}
 }
