@@ -223,6 +223,11 @@ func (l InprocLauncher) Start(_ context.Context, name string, cfg EngineConfig, 
 
 func (e *inprocEngine) Addrs() Addrs { return e.addrs }
 
+// Subscribed reports whether a router subscribes to the engine's events:
+// a PUB socket drops what it sends before, so tests wait for it before
+// sending requests whose events they assert on.
+func (e *inprocEngine) Subscribed() bool { return e.srv.Publisher.Subscribed() }
+
 func (e *inprocEngine) Stop() error {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()

@@ -51,7 +51,21 @@ func startFleet(t *testing.T, n int, cfg demo.EngineConfig) *fleet {
 		f.engines = append(f.engines, e)
 		f.register(uint64(i+1), e.Addrs())
 	}
+	for i, e := range f.engines {
+		f.waitSubscribed(uint64(i+1), e)
+	}
 	return f
+}
+
+// waitSubscribed waits until kvrouter subscribes to the engine's events:
+// the engine's PUB socket drops what it sends before, and a request
+// served meanwhile would leave blocks the router never hears of (until
+// a later batch from that engine shows the gap).
+func (f *fleet) waitSubscribed(id uint64, e demo.Engine) {
+	f.t.Helper()
+	s, ok := e.(interface{ Subscribed() bool })
+	require.True(f.t, ok, "an in-process engine tells whether it has a subscriber")
+	require.Eventually(f.t, s.Subscribed, eventually, 5*time.Millisecond, "kvrouter never subscribed to worker %d", id)
 }
 
 func (f *fleet) register(id uint64, a demo.Addrs) {
@@ -144,4 +158,20 @@ func tokens(start, n int) []int {
 	return out
 }
 
-const eventually = 10 * time.Second
+// eventually caps every wait: generous, for a loaded 2-core CI machine
+// running -race packages in parallel (a wait ends as soon as its
+// condition holds, so it costs nothing when the machine is idle).
+const eventually = 30 * time.Second
+
+// waitSettled waits until the proxy has finished every request: their
+// load is freed in the router and nothing is in flight. The client can
+// read a whole answer before the handler returns (the engine's body is
+// copied, then the request's figures are counted and its load freed), so
+// assertions on those figures wait for this first.
+func (f *fleet) waitSettled() {
+	f.t.Helper()
+	rt, px := f.router.Server.Router(), f.router.Server.Proxy()
+	require.Eventually(f.t, func() bool {
+		return rt.Stats().ActiveRequests == 0 && len(px.Inflight()) == 0
+	}, eventually, 5*time.Millisecond, "the proxy never finished its requests")
+}
