@@ -125,6 +125,13 @@ func (x *Indexer) Mode() core.Mode { return x.opts.Mode }
 // no longer has (ranks an engine named beyond the old dp_size stay). It
 // returns whether the worker is new.
 func (x *Indexer) AddWorker(spec WorkerSpec) (bool, error) {
+	return x.addWorker(spec, true)
+}
+
+// addWorker is AddWorker; with update false a known worker is left as it
+// is (a stream registering its worker must not overwrite the spec that a
+// concurrent registration just set).
+func (x *Indexer) addWorker(spec WorkerSpec, update bool) (bool, error) {
 	if spec.DPSize < 0 {
 		return false, fmt.Errorf("%w: worker %d: dp_size %d is negative", ErrInvalidWorker, spec.WorkerID, spec.DPSize)
 	}
@@ -143,6 +150,9 @@ func (x *Indexer) AddWorker(spec WorkerSpec) (bool, error) {
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	if old, ok := x.workers[spec.WorkerID]; ok {
+		if !update {
+			return false, nil
+		}
 		if old.key == key {
 			for r := uint32(spec.DPSize); r < uint32(old.spec.DPSize); r++ {
 				x.removeRankLocked(old, r)
@@ -365,7 +375,9 @@ func (x *Indexer) sourceRank(src ingest.Source, dpRank uint32) (*worker, *rank) 
 		return w, r
 	}
 	spec := WorkerSpec{WorkerID: src.WorkerID, Model: src.Model, Endpoint: src.Endpoint, Topic: src.Topic, DPSize: 1}
-	if _, err := x.AddWorker(spec); err != nil {
+	// Registered meanwhile (the server's AddWorker racing this stream):
+	// keep that full spec, do not overwrite it with this partial one.
+	if _, err := x.addWorker(spec, false); err != nil {
 		return nil, nil
 	}
 	x.opts.Logger.Info("kvrouter: worker registered from its event stream",
