@@ -100,6 +100,9 @@ func TestDashboardInBrowser(t *testing.T) {
 		assert.Equal(t, w.State, row[1])
 		assert.Equal(t, strconv.FormatUint(w.Blocks, 10), row[3])
 		assert.NotEqual(t, "0", row[3], "worker %d holds blocks after the replay", w.WorkerID)
+		// kvmock names blocks as vLLM's sha256_cbor with its default seed.
+		assert.Equal(t, w.EngineHash, row[8])
+		assert.Equal(t, `verified (vllm-sha256-cbor, seed vllm-none-hash)`, row[8])
 	}
 	// The chart: one line per policy run, each with points.
 	assert.Equal(t, []string{"kvrouter", "round_robin"}, page.Lines)

@@ -184,7 +184,44 @@ func (f *fleet) restart(ctx context.Context, api *client, i int, unstable bool) 
 	f.mu.Lock()
 	f.engines[i] = ne
 	f.mu.Unlock()
+	if !unstable {
+		warmUp(ctx, hc, api, f.o.Engine.Model, ne.Addrs(), i, id)
+	}
 	return nil
+}
+
+// warmUp sends a restarted engine short prompts of its own, as an
+// operator's warm-up would, until kvrouter has verified its new block ids
+// (or 10 s pass): their root stores are what the ids are verified from,
+// and a quarantined engine gets little routed traffic to verify them
+// with (it scores by load only). One prompt at a time, because the
+// router's subscription to the new process may not be up yet: a PUB
+// socket drops what it publishes before.
+func warmUp(ctx context.Context, hc *http.Client, api *client, model string, a Addrs, engine int, id uint64) {
+	c := client{base: a.BaseURL(), http: hc}
+	deadline := time.Now().Add(10 * time.Second)
+	for k := 0; time.Now().Before(deadline) && ctx.Err() == nil; k++ {
+		if d, err := api.dashboard(ctx); err == nil && verified(d, id) {
+			return
+		}
+		prompt := make([]uint32, 64)
+		for j := range prompt {
+			prompt[j] = uint32(100_000 + 10_000*engine + 64*k + j)
+		}
+		body := map[string]any{"model": model, "prompt": prompt, "max_tokens": 1}
+		_ = c.do(ctx, http.MethodPost, "/v1/completions", body, nil)
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+// verified reports whether kvrouter has verified a worker's block ids.
+func verified(d proxy.Dashboard, id uint64) bool {
+	for _, w := range d.Workers {
+		if w.WorkerID == id {
+			return strings.HasPrefix(w.EngineHash, "verified")
+		}
+	}
+	return false
 }
 
 func runPolicy(ctx context.Context, o Options, rt *Router, api *client, hc *http.Client, f *fleet, pol proxy.Policy, bodies [][]byte) (Result, error) {

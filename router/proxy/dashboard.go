@@ -23,6 +23,28 @@ type DashboardWorker struct {
 	ByKind      map[string]uint64 `json:"violations_by_kind"`
 	Quarantines uint64            `json:"quarantines"`
 	Restarts    uint64            `json:"restarts"`
+	// EngineHash is the verification of the engine's block ids, its least
+	// trusted rank's: "verified (scheme, seed)", "pending",
+	// "unverifiable" or "unstable"; EngineHashReason says why.
+	EngineHash       string `json:"engine_hash"`
+	EngineHashReason string `json:"engine_hash_reason,omitempty"`
+}
+
+// verdictDistrust orders verdicts from most to least trusted, so a
+// worker shows its least trusted rank's.
+var verdictDistrust = map[indexer.Verdict]int{
+	indexer.VerdictVerified: 0, indexer.VerdictPending: 1, indexer.VerdictUnverifiable: 2, indexer.VerdictUnstable: 3,
+}
+
+// verdictText is a rank's verdict as the dashboard shows it.
+func verdictText(e indexer.EngineHashInfo) string {
+	if e.Verdict != indexer.VerdictVerified {
+		return e.Verdict.String()
+	}
+	if e.Seed == "" {
+		return "verified (" + string(e.Scheme) + ")"
+	}
+	return "verified (" + string(e.Scheme) + ", seed " + e.Seed + ")"
 }
 
 // Dashboard is GET /v1/dashboard: the fleet and the proxy's figures.
@@ -45,7 +67,11 @@ func (p *Proxy) Dashboard() Dashboard {
 			ByKind: map[string]uint64{},
 		}
 		worst := indexer.StateLive
+		distrust := -1
 		for _, r := range info.Ranks {
+			if d := verdictDistrust[r.EngineHash.Verdict]; d > distrust {
+				distrust, dw.EngineHash, dw.EngineHashReason = d, verdictText(r.EngineHash), r.EngineHash.Reason
+			}
 			dw.Blocks += r.Blocks
 			dw.Quarantines += r.Quarantines
 			dw.Restarts += r.Restarts

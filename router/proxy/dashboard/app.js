@@ -35,10 +35,12 @@ function drawWorkers(workers) {
     cell(String(w.active_blocks)),
     cell(String(w.violations)),
     cell(String(w.quarantines)),
+    cell(w.engine_hash || "", (w.engine_hash || "").split(" ")[0]),
     cell(w.base_url || "", "text"),
   ]));
   for (const [i, w] of workers.entries()) {
     if (w.reason) $("workers").tBodies[0].rows[i].cells[1].title = w.reason;
+    if (w.engine_hash_reason) $("workers").tBodies[0].rows[i].cells[8].title = w.engine_hash_reason;
   }
 }
 
