@@ -29,18 +29,17 @@ func StartEmbedded(storeDir string, port int) (*Embedded, error) {
 }
 
 func startEmbedded(storeDir string, port int, maxPayload int32) (*Embedded, error) {
+	// Port 0: the server binds a free port itself. Picking one with a
+	// throwaway listener raced other processes for it (a loaded CI machine
+	// running packages in parallel): the server then never came up.
+	listenPort, name := port, "kvrouter-embedded-"+strconv.Itoa(port)
 	if port == 0 {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			return nil, fmt.Errorf("eventplane: embedded nats: a free port: %w", err)
-		}
-		port = l.Addr().(*net.TCPAddr).Port
-		_ = l.Close()
+		listenPort, name = server.RANDOM_PORT, "kvrouter-embedded-"+newInstance()
 	}
 	srv, err := server.NewServer(&server.Options{
-		ServerName: "kvrouter-embedded-" + strconv.Itoa(port),
+		ServerName: name,
 		Host:       "127.0.0.1",
-		Port:       port,
+		Port:       listenPort,
 		JetStream:  true,
 		StoreDir:   storeDir,
 		// Engine batches of long prompts exceed NATS's 1 MB default (a
@@ -53,9 +52,19 @@ func startEmbedded(storeDir string, port int, maxPayload int32) (*Embedded, erro
 		return nil, fmt.Errorf("eventplane: embedded nats: %w", err)
 	}
 	srv.Start()
-	if !srv.ReadyForConnections(10 * time.Second) {
+	// Generous: the wait ends as soon as the server listens, and a loaded
+	// machine may take seconds to start JetStream.
+	if !srv.ReadyForConnections(30 * time.Second) {
 		srv.Shutdown()
-		return nil, fmt.Errorf("eventplane: embedded nats on port %d did not start within 10 s", port)
+		return nil, fmt.Errorf("eventplane: embedded nats on port %d did not start within 30 s", port)
+	}
+	if port == 0 {
+		addr, ok := srv.Addr().(*net.TCPAddr)
+		if !ok {
+			srv.Shutdown()
+			return nil, fmt.Errorf("eventplane: embedded nats: no TCP address (%v)", srv.Addr())
+		}
+		port = addr.Port
 	}
 	return &Embedded{srv: srv, storeDir: storeDir, port: port}, nil
 }

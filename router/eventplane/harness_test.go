@@ -163,10 +163,20 @@ type fleet struct {
 	opts    Options
 }
 
+// waitFor caps every wait on a replica or an engine: generous, for a
+// loaded 2-core CI machine running -race packages in parallel (a wait
+// ends as soon as its condition holds).
+const waitFor = 30 * time.Second
+
+// testOptions keep the lease TTL and replica timeout well above what a
+// loaded machine can stall a renewal or a heartbeat for: a lease that
+// expires under a live holder, or a live peer taken for dead, is a
+// leadership change the tests assert never happens unless they kill a
+// replica. Takeover waits are bounded by waitFor, far above both.
 func testOptions(url string) Options {
 	return Options{
-		URL: url, LeaseTTL: time.Second, HeartbeatInterval: 100 * time.Millisecond,
-		ReplicaTimeout: 600 * time.Millisecond, SnapshotInterval: -1,
+		URL: url, LeaseTTL: 5 * time.Second, HeartbeatInterval: 200 * time.Millisecond,
+		ReplicaTimeout: 5 * time.Second, SnapshotInterval: -1,
 	}
 }
 
@@ -213,7 +223,7 @@ func (f *fleet) start(id string, loadSync bool) *replica {
 // what it sends before).
 func (f *fleet) waitSubscribed() {
 	for _, e := range f.engines {
-		require.Eventually(f.t, e.subscribed, 10*time.Second, 10*time.Millisecond, "engine %d: no subscriber", e.worker)
+		require.Eventually(f.t, e.subscribed, waitFor, 10*time.Millisecond, "engine %d: no subscriber", e.worker)
 	}
 }
 
@@ -226,7 +236,7 @@ func (f *fleet) waitApplied(rs ...*replica) {
 			require.Eventually(f.t, func() bool {
 				w, ok := r.ix.Worker(e.worker)
 				return ok && len(w.Ranks) > 0 && w.Ranks[0].HaveSeq && w.Ranks[0].LastSeq == want
-			}, 20*time.Second, 10*time.Millisecond, "replica %s: engine %d never reached seq %d", r.id, e.worker, want)
+			}, waitFor, 10*time.Millisecond, "replica %s: engine %d never reached seq %d", r.id, e.worker, want)
 		}
 	}
 }
@@ -244,7 +254,7 @@ func (f *fleet) holder(e *testEngine, rs ...*replica) *replica {
 			}
 		}
 		return false
-	}, 10*time.Second, 10*time.Millisecond, "nobody holds engine %d", e.worker)
+	}, waitFor, 10*time.Millisecond, "nobody holds engine %d", e.worker)
 	return h
 }
 
@@ -254,7 +264,7 @@ func exported(r *replica) indexer.Saved { return r.ix.Export() }
 
 func waitReady(t *testing.T, r *replica, want bool) {
 	t.Helper()
-	require.Eventually(t, func() bool { ok, _ := r.plane.Ready(); return ok == want }, 20*time.Second, 20*time.Millisecond,
+	require.Eventually(t, func() bool { ok, _ := r.plane.Ready(); return ok == want }, waitFor, 20*time.Millisecond,
 		"replica %s: ready never became %v", r.id, want)
 }
 

@@ -37,6 +37,6 @@ func TestLeaseRenewalSurvivesALostReplyAndYieldsToAnotherHolder(t *testing.T) {
 	a.plane.tend(l)
 	assert.False(t, l.held.Load())
 	assert.Equal(t, uint64(1), a.plane.Stats().LeasesLost.Load())
-	require.Eventually(t, func() bool { return !f.engines[0].subscribed() }, 5*time.Second, 10*time.Millisecond,
+	require.Eventually(t, func() bool { return !f.engines[0].subscribed() }, waitFor, 10*time.Millisecond,
 		"the replica still subscribes to an engine it lost")
 }

@@ -29,7 +29,7 @@ func TestOversizedBatchesAreReportedLostNotRetried(t *testing.T) {
 		require.Eventually(t, func() bool {
 			w, ok := r.ix.Worker(2)
 			return ok && w.Ranks[0].Gaps == 3
-		}, 10*time.Second, 10*time.Millisecond, "replica %s: each oversized batch is a lost gap", r.id)
+		}, waitFor, 10*time.Millisecond, "replica %s: each oversized batch is a lost gap", r.id)
 		small, ok := r.ix.Worker(1)
 		require.True(t, ok)
 		assert.Zero(t, small.Ranks[0].Gaps, "replica %s: small batches flow", r.id)
@@ -38,6 +38,6 @@ func TestOversizedBatchesAreReportedLostNotRetried(t *testing.T) {
 	require.Eventually(t, func() bool {
 		oversized = a.plane.Stats().Oversized.Load() + b.plane.Stats().Oversized.Load()
 		return oversized == 3
-	}, 5*time.Second, 10*time.Millisecond)
+	}, waitFor, 10*time.Millisecond, "the oversized batches were never all counted")
 	assert.Zero(t, a.plane.Stats().PublishRetries.Load()+b.plane.Stats().PublishRetries.Load(), "never retried")
 }

@@ -120,9 +120,16 @@ func TestIngestingReplicaDiesAndAnotherTakesOverWithoutLosingEvents(t *testing.T
 	}
 	f.waitApplied(rs...)
 	dead := f.holder(f.engines[0], rs...)
+	orphans := dead.plane.Holding() // engine 1, and maybe engine 2
 	dead.plane.kill()
-	// Sent while nobody ingests engine 1 (its lease has not expired yet):
-	// the new holder gets them from the engine's replay endpoint.
+	for _, w := range orphans {
+		e := f.engines[w-1]
+		require.Eventually(t, func() bool { return !e.subscribed() }, waitFor, 10*time.Millisecond,
+			"engine %d: the dead replica's subscription never went away", w)
+	}
+	// Sent while nobody ingests the dead replica's engines (their leases
+	// have not expired yet): the new holders get them from the engines'
+	// replay endpoints.
 	for _, e := range f.engines {
 		e.send(10)
 	}
@@ -132,8 +139,14 @@ func TestIngestingReplicaDiesAndAnotherTakesOverWithoutLosingEvents(t *testing.T
 			alive = append(alive, r)
 		}
 	}
-	h := f.holder(f.engines[0], alive...)
-	assert.NotSame(t, dead, h)
+	for _, e := range f.engines {
+		h := f.holder(e, alive...)
+		assert.NotSame(t, dead, h)
+	}
+	// Sent once the new holders subscribe: a PUB socket drops what it
+	// sends before, and with no later batch to show the gap nobody would
+	// ask the engine for those again.
+	f.waitSubscribed()
 	for _, e := range f.engines {
 		e.send(5)
 	}
@@ -177,7 +190,7 @@ func TestLoadSyncChangesTheSecondReplicasChoice(t *testing.T) {
 	f := newFleet(t, nats.URL(), 2)
 	a, b := f.start("a", true), f.start("b", true)
 	require.Eventually(t, func() bool { return len(a.plane.Peers()) == 1 && len(b.plane.Peers()) == 1 },
-		5*time.Second, 10*time.Millisecond, "the replicas never heard each other")
+		waitFor, 10*time.Millisecond, "the replicas never heard each other")
 
 	long := make([]uint32, 64*testBlockSize)
 	for i := range long {
@@ -185,7 +198,7 @@ func TestLoadSyncChangesTheSecondReplicasChoice(t *testing.T) {
 	}
 	first, err := a.rt.Route(route.Request{Model: "org/model-a", TokenIDs: long, RequestID: "big"})
 	require.NoError(t, err)
-	require.Eventually(t, func() bool { return b.rt.Stats().ActiveRequests == 1 }, 5*time.Second, 5*time.Millisecond,
+	require.Eventually(t, func() bool { return b.rt.Stats().ActiveRequests == 1 }, waitFor, 5*time.Millisecond,
 		"replica b never saw a's request")
 
 	short := make([]uint32, 4*testBlockSize)
@@ -201,17 +214,21 @@ func TestLoadSyncChangesTheSecondReplicasChoice(t *testing.T) {
 		}
 	}
 
-	// Freed on a: gone on b too (b's own request stays).
+	// Freed on a: gone on b too (b's own request stays). b's request
+	// reaches a over NATS too: wait on each replica asserted on.
 	require.True(t, a.rt.Free("big"))
-	require.Eventually(t, func() bool { return b.rt.Stats().ActiveRequests == 1 }, 5*time.Second, 5*time.Millisecond)
-	assert.Equal(t, 1, a.rt.Stats().ActiveRequests, "a sees b's request (its own is freed)")
+	require.Eventually(t, func() bool { return b.rt.Stats().ActiveRequests == 1 }, waitFor, 5*time.Millisecond,
+		"b still counts a's freed request")
+	require.Eventually(t, func() bool { return a.rt.Stats().ActiveRequests == 1 }, waitFor, 5*time.Millisecond,
+		"a sees b's request (its own is freed)")
 
 	// A replica that vanishes: its requests expire on the others.
 	_, err = a.rt.Route(route.Request{Model: "org/model-a", TokenIDs: long, RequestID: "big2"})
 	require.NoError(t, err)
-	require.Eventually(t, func() bool { return b.rt.Stats().ActiveRequests == 2 }, 5*time.Second, 5*time.Millisecond)
+	require.Eventually(t, func() bool { return b.rt.Stats().ActiveRequests == 2 }, waitFor, 5*time.Millisecond,
+		"replica b never saw a's second request")
 	a.plane.kill()
-	require.Eventually(t, func() bool { return b.rt.Stats().ActiveRequests == 1 }, 5*time.Second, 10*time.Millisecond,
+	require.Eventually(t, func() bool { return b.rt.Stats().ActiveRequests == 1 }, waitFor, 10*time.Millisecond,
 		"the vanished replica's request still counts")
 	assert.Equal(t, uint64(1), b.plane.Stats().RemoteExpired.Load())
 }
