@@ -200,7 +200,7 @@ func TestE2EDynamoStandaloneIndexerDifferential(t *testing.T) {
 	const want = 4 + 2 + 2 + 4 + 2 - 2 + 4 + 3 + 5 // stores - removes + sentinels
 	for _, url := range []string{dyn, ours} {
 		var got map[string]any
-		deadline := time.Now().Add(15 * time.Second)
+		deadline := time.Now().Add(e2eWait)
 		for {
 			var dump map[string]any
 			require.Equal(t, 200, call(t, url, "GET", "/dump", nil, &dump))
@@ -281,10 +281,24 @@ func TestE2EDynamoStandaloneIndexerDifferential(t *testing.T) {
 	} {
 		both(t, ours, dyn, "POST", "/unregister", body, nil)
 	}
-	time.Sleep(100 * time.Millisecond) // Dynamo drops blocks asynchronously
+	// Dynamo drops an unregistered worker's blocks asynchronously: wait
+	// until both answer the queries alike (or fail after the cap), then
+	// compare them.
+	settled := []obj{{"token_ids": shared, "model_name": "llama"}, {"token_ids": shared, "model_name": "llama", "routing_group": "acme"}}
+	eventually(t, "Dynamo's block drops", func() bool {
+		for _, q := range settled {
+			var rawA, rawB json.RawMessage
+			codeA, codeB := call(t, ours, "POST", "/query", q, &rawA), call(t, dyn, "POST", "/query", q, &rawB)
+			if codeA != codeB || jsonText(t, jsonOrText(rawA)) != jsonText(t, jsonOrText(rawB)) {
+				return false
+			}
+		}
+		return true
+	})
 	both(t, ours, dyn, "GET", "/workers", nil, workersShape)
-	both(t, ours, dyn, "POST", "/query", obj{"token_ids": shared, "model_name": "llama"}, nil)
-	both(t, ours, dyn, "POST", "/query", obj{"token_ids": shared, "model_name": "llama", "routing_group": "acme"}, nil)
+	for _, q := range settled {
+		both(t, ours, dyn, "POST", "/query", q, nil)
+	}
 }
 
 // getTextQuiet is getText for polling before a server listens.

@@ -315,10 +315,14 @@ func (r *router) route(model string, toks []uint32, extra obj) decision {
 	return d
 }
 
-// eventually polls cond until it holds (15 s at most).
+// e2eWait caps every wait: generous, for a loaded 2-core CI machine
+// running -race packages in parallel (a wait ends when its condition holds).
+const e2eWait = 30 * time.Second
+
+// eventually polls cond until it holds (e2eWait at most).
 func eventually(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(15 * time.Second)
+	deadline := time.Now().Add(e2eWait)
 	for !cond() {
 		if time.Now().After(deadline) {
 			t.Fatalf("timed out waiting for %s", what)
@@ -337,7 +341,7 @@ func (r *router) waitRoute(model string, toks []uint32, extra obj, worker string
 		body[k] = v
 	}
 	var last json.RawMessage
-	deadline := time.Now().Add(15 * time.Second)
+	deadline := time.Now().Add(e2eWait)
 	for {
 		var d decision
 		if code := call(r.t, r.url, "POST", "/v1/route", body, &last); code == 200 {
