@@ -8,6 +8,8 @@ import (
 	"net/http"
 	"strconv"
 	"time"
+
+	"github.com/kvhash/kvhash/router/internal/httpapi"
 )
 
 // Response headers the proxy adds: which worker served the request, under
@@ -30,7 +32,7 @@ func (p *Proxy) serveCompletion(w http.ResponseWriter, r *http.Request, path str
 	if err != nil {
 		var mbe *http.MaxBytesError
 		if errors.As(err, &mbe) {
-			return newError(http.StatusRequestEntityTooLarge, "invalid_request_error", "body_too_large", "request body exceeds %d bytes", mbe.Limit)
+			return httpapi.NewError(http.StatusRequestEntityTooLarge, "invalid_request_error", "body_too_large", "request body exceeds %d bytes", mbe.Limit)
 		}
 		return badRequest("unreadable_body", "reading the request body: %v", err)
 	}

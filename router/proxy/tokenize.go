@@ -10,6 +10,7 @@ import (
 	"net/http"
 
 	"github.com/kvhash/kvhash/router/indexer"
+	"github.com/kvhash/kvhash/router/internal/httpapi"
 	"github.com/kvhash/kvhash/router/route"
 )
 
@@ -90,7 +91,7 @@ func engineVerdict(status int, body []byte) error {
 	if status >= 500 {
 		typ = "upstream_error"
 	}
-	return newError(status, typ, "engine_error", "engine: %s", msg)
+	return httpapi.NewError(status, typ, "engine_error", "engine: %s", msg)
 }
 
 func truncate(b []byte, n int) []byte {
@@ -104,7 +105,7 @@ func truncate(b []byte, n int) []byte {
 func routeError(err error) error {
 	switch {
 	case errors.Is(err, indexer.ErrUnknownModel):
-		return newError(http.StatusNotFound, "not_found_error", "model_not_found", "%v", err)
+		return httpapi.NewError(http.StatusNotFound, "not_found_error", "model_not_found", "%v", err)
 	case errors.Is(err, route.ErrNoCandidates):
 		return unavailable("no_worker", "%v", err)
 	}
