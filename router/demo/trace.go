@@ -1,77 +1,26 @@
 package demo
 
 import (
-	"bufio"
-	"encoding/json"
-	"fmt"
 	"io"
 	"math/rand/v2"
-	"os"
+
+	"github.com/kvhash/kvhash/internal/mooncake"
 )
 
 // TraceBlockTokens is a Mooncake hash_id's size in tokens.
-const TraceBlockTokens = 512
+const TraceBlockTokens = mooncake.BlockTokens
 
-// Request is one line of a Mooncake-format trace.
-type Request struct {
-	// Timestamp: arrival, milliseconds after the first request.
-	Timestamp    float64  `json:"timestamp"`
-	InputLength  int      `json:"input_length"`
-	OutputLength int      `json:"output_length"`
-	HashIDs      []uint64 `json:"hash_ids"`
-}
+// Request is one line of a Mooncake-format trace. Timestamp: arrival,
+// milliseconds after the first request (fractions allowed).
+type Request = mooncake.Request[float64]
 
 // ReadTrace reads a Mooncake-format trace (one JSON object a line; blank
 // lines skipped). A line that does not fit the format is an error naming
 // it: a replay of half a trace would mislead.
-func ReadTrace(r io.Reader) ([]Request, error) {
-	var out []Request
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 1<<20), 64<<20)
-	for line := 1; sc.Scan(); line++ {
-		b := sc.Bytes()
-		if len(b) == 0 {
-			continue
-		}
-		var q Request
-		if err := json.Unmarshal(b, &q); err != nil {
-			return nil, fmt.Errorf("trace line %d: %w", line, err)
-		}
-		if err := q.validate(); err != nil {
-			return nil, fmt.Errorf("trace line %d: %w", line, err)
-		}
-		out = append(out, q)
-	}
-	if err := sc.Err(); err != nil {
-		return nil, fmt.Errorf("reading the trace: %w", err)
-	}
-	if len(out) == 0 {
-		return nil, fmt.Errorf("the trace has no requests")
-	}
-	return out, nil
-}
-
-func (q Request) validate() error {
-	switch {
-	case len(q.HashIDs) == 0:
-		return fmt.Errorf("no hash_ids")
-	case q.InputLength <= TraceBlockTokens*(len(q.HashIDs)-1) || q.InputLength > TraceBlockTokens*len(q.HashIDs):
-		return fmt.Errorf("input_length %d does not fit %d hash_ids of %d tokens", q.InputLength, len(q.HashIDs), TraceBlockTokens)
-	case q.OutputLength < 0 || q.Timestamp < 0:
-		return fmt.Errorf("negative output_length or timestamp")
-	}
-	return nil
-}
+func ReadTrace(r io.Reader) ([]Request, error) { return mooncake.Read[float64](r) }
 
 // ReadTraceFile reads a trace file.
-func ReadTraceFile(path string) ([]Request, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	return ReadTrace(f)
-}
+func ReadTraceFile(path string) ([]Request, error) { return mooncake.ReadFile[float64](path) }
 
 // GenerateTrace makes a small Mooncake-format trace with the shape that
 // makes prefix caching pay: sessions whose turns extend a shared system
@@ -132,15 +81,7 @@ func removeSession[T comparable](s []T, x T) []T {
 }
 
 // WriteTrace writes requests in the trace format.
-func WriteTrace(w io.Writer, reqs []Request) error {
-	enc := json.NewEncoder(w)
-	for _, q := range reqs {
-		if err := enc.Encode(q); err != nil {
-			return err
-		}
-	}
-	return nil
-}
+func WriteTrace(w io.Writer, reqs []Request) error { return mooncake.Write(w, reqs) }
 
 // Expander turns hash ids into token ids: each id is a run of 512 ids
 // drawn from a generator seeded by the id, so equal ids give equal tokens

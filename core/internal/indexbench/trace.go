@@ -7,73 +7,30 @@
 package indexbench
 
 import (
-	"bufio"
-	"encoding/json"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
 
 	"github.com/kvhash/kvhash/core"
+	"github.com/kvhash/kvhash/internal/mooncake"
 )
 
 // TraceBlockTokens is the number of prompt tokens one hash id of the
 // trace stands for.
-const TraceBlockTokens = 512
+const TraceBlockTokens = mooncake.BlockTokens
 
-// Request is one line of a Mooncake trace.
-type Request struct {
-	Timestamp    int64    `json:"timestamp"`
-	InputLength  int      `json:"input_length"`
-	OutputLength int      `json:"output_length"`
-	HashIDs      []uint64 `json:"hash_ids"`
-}
+// Request is one line of a Mooncake trace; its timestamp is whole
+// milliseconds.
+type Request = mooncake.Request[int64]
 
 // ReadTrace reads a Mooncake-format trace: one JSON object a line (blank
 // lines skipped). Each request's input length must fit its hash ids: more
 // than 512*(n-1) and at most 512*n tokens.
-func ReadTrace(r io.Reader) ([]Request, error) {
-	var out []Request
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 1<<20), 64<<20)
-	for line := 1; sc.Scan(); line++ {
-		b := sc.Bytes()
-		if len(b) == 0 {
-			continue
-		}
-		var req Request
-		if err := json.Unmarshal(b, &req); err != nil {
-			return nil, fmt.Errorf("trace line %d: %w", line, err)
-		}
-		n := len(req.HashIDs)
-		if n == 0 || req.InputLength <= TraceBlockTokens*(n-1) || req.InputLength > TraceBlockTokens*n {
-			return nil, fmt.Errorf("trace line %d: input_length %d does not fit %d hash ids of %d tokens",
-				line, req.InputLength, n, TraceBlockTokens)
-		}
-		out = append(out, req)
-	}
-	if err := sc.Err(); err != nil {
-		return nil, fmt.Errorf("trace: %w", err)
-	}
-	if len(out) == 0 {
-		return nil, fmt.Errorf("trace: no requests")
-	}
-	return out, nil
-}
+func ReadTrace(r io.Reader) ([]Request, error) { return mooncake.Read[int64](r) }
 
 // ReadTraceFile reads the trace at path.
-func ReadTraceFile(path string) ([]Request, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	reqs, err := ReadTrace(f)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
-	}
-	return reqs, nil
-}
+func ReadTraceFile(path string) ([]Request, error) { return mooncake.ReadFile[int64](path) }
 
 // DefaultTracePath is the trace the benchmarks read unless told
 // otherwise, relative to the repository root.
