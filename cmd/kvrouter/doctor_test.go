@@ -2,55 +2,24 @@ package main
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
-	"log/slog"
-	"sync"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/kvhash/kvhash/router/kvmock"
+	"github.com/kvhash/kvhash/internal/enginetest"
 )
 
 // doctorEngine runs kvmock in-process on loopback, sending it a fresh
-// prompt every few milliseconds until the test ends; send false publishes
-// nothing.
+// one-block prompt every few milliseconds until the test ends; send false
+// publishes nothing.
 func doctorEngine(t *testing.T, algo, seed string, unstable, send bool) string {
-	t.Helper()
-	cfg := kvmock.DefaultConfig()
-	cfg.NumBlocks, cfg.BlockSize, cfg.VocabSize, cfg.MaxModelLen, cfg.Speedup = 256, 16, 1000, 256, 1000
-	cfg.HashAlgo, cfg.HashSeed, cfg.Unstable = algo, seed, unstable
-	cfg.EventsEndpoint, cfg.StepInterval = "tcp://127.0.0.1:*", time.Millisecond
-	s, err := kvmock.NewServer(cfg, slog.New(slog.DiscardHandler))
-	require.NoError(t, err)
-	ctx, cancel := context.WithCancel(context.Background())
-	var wg sync.WaitGroup
+	m := enginetest.KVMock{HashAlgo: algo, HashSeed: seed, Unstable: unstable, BlockSize: 16}
 	if send {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := 0; ctx.Err() == nil; i++ {
-				prompt := make([]uint32, 16)
-				for j := range prompt {
-					prompt[j] = uint32((i*16 + j) % 1000)
-				}
-				_, _ = s.Engine.Generate(ctx, kvmock.GenRequest{Prompt: prompt, MaxTokens: 1}, func(kvmock.Token, kvmock.Timings) error { return nil })
-				select {
-				case <-ctx.Done():
-				case <-time.After(10 * time.Millisecond):
-				}
-			}
-		}()
+		m.PromptBlocks = 1
 	}
-	t.Cleanup(func() {
-		cancel()
-		wg.Wait()
-		assert.NoError(t, s.Close())
-	})
-	return "tcp://" + s.Publisher.EventsAddr().String()
+	return enginetest.StartKVMock(t, m)
 }
 
 func TestDoctorSubcommand(t *testing.T) {

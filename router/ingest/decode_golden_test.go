@@ -11,6 +11,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/kvhash/kvhash/internal/enginetest"
 )
 
 // The golden files are engine payloads written by msgspec over structs
@@ -26,7 +28,7 @@ func TestDecodeGoldenPayloads(t *testing.T) {
 // way: a differential test of the decoder against msgspec.
 func TestDecodeRandomMsgspecBatches(t *testing.T) {
 	dir := t.TempDir()
-	cmd := exec.Command(venvPython(t), "testdata/gen_golden.py", "--random", "300", "--seed", "11", "--out", dir)
+	cmd := exec.Command(enginetest.VenvPython(t), "testdata/gen_golden.py", "--random", "300", "--seed", "11", "--out", dir)
 	out, err := cmd.CombinedOutput()
 	require.NoError(t, err, "%s", out)
 	checkPayloadDir(t, dir)

@@ -9,6 +9,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/kvhash/kvhash/internal/enginetest"
 )
 
 func hexFrames(frames ...[]byte) []string {
@@ -20,18 +22,18 @@ func hexFrames(frames ...[]byte) []string {
 }
 
 func TestSubscriberSkipsMalformedMessagesAndGoesOn(t *testing.T) {
-	e := startEngine(t)
+	e := enginetest.StartPublisher(t)
 	rec := newRecorder()
 	s := newTestSubscriber(t, rec)
 	sub := openEngine(t, e, "e", 0, nil)
 	subscribeReady(t, s, e, "e", sub)
 
-	e.send("e", batchOf(storedEv([]uint64{1}, nil, 0))) // seq 0
+	e.Send("e", batchOf(storedEv([]uint64{1}, nil, 0))) // seq 0
 	rec.waitFor(t, "seq 0", func() bool { return len(rec.batches) == 1 })
 
 	topic := []byte("kv")
 	raw := func(frames ...[]byte) {
-		e.do(map[string]any{"op": "raw", "name": "e", "frames": hexFrames(frames...)})
+		e.Do(map[string]any{"op": "raw", "name": "e", "frames": hexFrames(frames...)})
 	}
 	raw(topic, seqBytes(1))                                                                                                         // 2 frames
 	raw(topic, []byte{1, 2, 3}, []byte{0x90})                                                                                       // a 3-byte seq
@@ -40,8 +42,8 @@ func TestSubscriberSkipsMalformedMessagesAndGoesOn(t *testing.T) {
 	raw(topic, seqBytes(3), []byte{0x92, 0xa1, 'x', 0x90})                                                                          // ts is a string
 	raw(topic, seqBytes(4), []byte{0x92, 0x00, 0x91, 0x91, 0xa3, 'F', 'o', 'o'})                                                    // unknown tag, alone
 	raw(topic, seqBytes(5), []byte{0x92, 0x00, 0x91, 0x92, 0xab, 'B', 'l', 'o', 'c', 'k', 'S', 't', 'o', 'r', 'e', 'd', 0xa1, 'x'}) // wrong type
-	e.do(map[string]any{"op": "send", "name": "e", "seq": 6, "events": []map[string]any{storedEv([]uint64{2}, nil, 0)}})
-	e.do(map[string]any{"op": "send", "name": "e", "events": []map[string]any{
+	e.Do(map[string]any{"op": "send", "name": "e", "seq": 6, "events": []map[string]any{storedEv([]uint64{2}, nil, 0)}})
+	e.Do(map[string]any{"op": "send", "name": "e", "events": []map[string]any{
 		{"type": "BlockMoved", "block_hashes": []uint64{9}}, {"type": "BlockRemoved", "block_hashes": []uint64{1}}}})
 
 	rec.waitFor(t, "the batches after the bad ones", func() bool {
@@ -77,28 +79,28 @@ func TestSubscriberSkipsMalformedMessagesAndGoesOn(t *testing.T) {
 }
 
 func TestSubscriberDataParallelRanksOnPortPlusRank(t *testing.T) {
-	e := startEngine(t)
+	e := enginetest.StartPublisher(t)
 	rec := newRecorder()
 	s := newTestSubscriber(t, rec)
-	port := freePorts(t, 2)
-	rport := freePorts(t, 2)
+	port := enginetest.FreePorts(t, 2)
+	rport := enginetest.FreePorts(t, 2)
 	for r := range 2 {
-		e.do(map[string]any{"op": "open", "name": "r" + strconv.Itoa(r), "endpoint": tcp(port + r),
-			"replay": tcp(rport + r), "topic": "kv"})
+		e.Do(map[string]any{"op": "open", "name": "r" + strconv.Itoa(r), "endpoint": enginetest.TCP(port + r),
+			"replay": enginetest.TCP(rport + r), "topic": "kv"})
 	}
-	srcs, err := s.Subscribe(Subscription{Model: "m", WorkerID: 7, Endpoint: tcp(port),
-		ReplayEndpoint: tcp(rport), DPSize: 2, Topic: "kv"})
+	srcs, err := s.Subscribe(Subscription{Model: "m", WorkerID: 7, Endpoint: enginetest.TCP(port),
+		ReplayEndpoint: enginetest.TCP(rport), DPSize: 2, Topic: "kv"})
 	require.NoError(t, err)
 	require.Len(t, srcs, 2)
-	assert.Equal(t, tcp(port+1), srcs[1].Endpoint)
+	assert.Equal(t, enginetest.TCP(port+1), srcs[1].Endpoint)
 	for r := range 2 {
-		e.do(map[string]any{"op": "wait_sub", "name": "r" + strconv.Itoa(r)})
+		e.Do(map[string]any{"op": "wait_sub", "name": "r" + strconv.Itoa(r)})
 	}
-	e.send("r0", map[string]any{"dp_rank": 0, "events": []map[string]any{storedEv([]uint64{100}, nil, 0)}})
-	e.send("r1", map[string]any{"dp_rank": 1, "events": []map[string]any{storedEv([]uint64{200}, nil, 0)}})
+	e.Send("r0", map[string]any{"dp_rank": 0, "events": []map[string]any{storedEv([]uint64{100}, nil, 0)}})
+	e.Send("r1", map[string]any{"dp_rank": 1, "events": []map[string]any{storedEv([]uint64{200}, nil, 0)}})
 	// A gap on rank 1 only is replayed from rank 1's replay port.
-	e.send("r1", map[string]any{"skip": true, "dp_rank": 1, "events": []map[string]any{storedEv([]uint64{201}, nil, 0)}})
-	e.send("r1", map[string]any{"dp_rank": 1, "events": []map[string]any{storedEv([]uint64{202}, nil, 0)}})
+	e.Send("r1", map[string]any{"skip": true, "dp_rank": 1, "events": []map[string]any{storedEv([]uint64{201}, nil, 0)}})
+	e.Send("r1", map[string]any{"dp_rank": 1, "events": []map[string]any{storedEv([]uint64{202}, nil, 0)}})
 
 	rec.waitFor(t, "4 batches", func() bool { return len(rec.batches) == 4 && rec.countLocked(StreamGapReplayed) == 1 })
 	rec.mu.Lock()
@@ -119,7 +121,7 @@ func TestSubscriberDataParallelRanksOnPortPlusRank(t *testing.T) {
 }
 
 func TestSubscriberBoundEndpointTakesTheSourceFromTheTopic(t *testing.T) {
-	e := startEngine(t)
+	e := enginetest.StartPublisher(t)
 	rec := newRecorder()
 	s := newTestSubscriber(t, rec)
 	pods := map[string]uint64{"10.0.0.1:8000": 1, "10.0.0.2:8000": 2}
@@ -138,13 +140,13 @@ func TestSubscriberBoundEndpointTakesTheSourceFromTheTopic(t *testing.T) {
 	require.NoError(t, err)
 	ep := "tcp://" + addr.String()
 	for name, topic := range map[string]string{"a": "kv@10.0.0.1:8000@llama", "b": "kv@10.0.0.2:8000@qwen", "x": "kv@10.9.9.9:1@llama"} {
-		e.do(map[string]any{"op": "open", "name": name, "endpoint": ep, "bind": false, "topic": topic})
-		e.do(map[string]any{"op": "wait_sub", "name": name})
+		e.Do(map[string]any{"op": "open", "name": name, "endpoint": ep, "bind": false, "topic": topic})
+		e.Do(map[string]any{"op": "wait_sub", "name": name})
 	}
-	e.send("a", batchOf(storedEv([]uint64{1}, nil, 0)))
-	e.send("b", batchOf(storedEv([]uint64{2}, nil, 0)))
-	e.send("x", batchOf(storedEv([]uint64{3}, nil, 0)))
-	e.send("a", batchOf(storedEv([]uint64{4}, nil, 0)))
+	e.Send("a", batchOf(storedEv([]uint64{1}, nil, 0)))
+	e.Send("b", batchOf(storedEv([]uint64{2}, nil, 0)))
+	e.Send("x", batchOf(storedEv([]uint64{3}, nil, 0)))
+	e.Send("a", batchOf(storedEv([]uint64{4}, nil, 0)))
 
 	rec.waitFor(t, "3 batches", func() bool { return len(rec.batches) == 3 })
 	require.Eventually(t, func() bool { return s.Stats().Malformed(ReasonUnknownTopic) == 1 }, 5*time.Second, 10*time.Millisecond)
@@ -163,13 +165,13 @@ func TestSubscriberBoundEndpointTakesTheSourceFromTheTopic(t *testing.T) {
 }
 
 func TestSubscriberRequestReplayDeliversAgain(t *testing.T) {
-	e := startEngine(t)
+	e := enginetest.StartPublisher(t)
 	rec := newRecorder()
 	s := newTestSubscriber(t, rec)
 	sub := openEngine(t, e, "e", 4, nil)
 	subscribeReady(t, s, e, "e", sub)
 	for i := range 3 {
-		e.send("e", batchOf(storedEv([]uint64{uint64(i + 1)}, nil, 0)))
+		e.Send("e", batchOf(storedEv([]uint64{uint64(i + 1)}, nil, 0)))
 	}
 	rec.waitFor(t, "3 batches", func() bool { return len(rec.batches) == 3 })
 	src := Source{Model: "m", WorkerID: 1}
@@ -179,7 +181,7 @@ func TestSubscriberRequestReplayDeliversAgain(t *testing.T) {
 	assert.Equal(t, StreamEvent{Kind: StreamGapReplayed, From: 1, To: 3}, rec.streamEvents(StreamGapReplayed)[0])
 
 	// Live messages go on after it, not taken for a restart.
-	e.send("e", batchOf(storedEv([]uint64{9}, nil, 0)))
+	e.Send("e", batchOf(storedEv([]uint64{9}, nil, 0)))
 	rec.waitFor(t, "seq 3", func() bool { return len(rec.batches) == 6 })
 	assert.Zero(t, s.Stats().Restarts.Load())
 
@@ -187,19 +189,19 @@ func TestSubscriberRequestReplayDeliversAgain(t *testing.T) {
 }
 
 func TestSubscriberResumesFromASnapshotSeq(t *testing.T) {
-	e := startEngine(t)
+	e := enginetest.StartPublisher(t)
 	rec := newRecorder()
 	s := newTestSubscriber(t, rec)
 	sub := openEngine(t, e, "e", 3, nil)
 	// The engine ran before the router: seqs 0..4, all in its buffer.
 	for i := range 5 {
-		e.send("e", map[string]any{"skip": true, "events": []map[string]any{storedEv([]uint64{uint64(i + 1)}, nil, 0)}})
+		e.Send("e", map[string]any{"skip": true, "events": []map[string]any{storedEv([]uint64{uint64(i + 1)}, nil, 0)}})
 	}
 	// The router's snapshot holds up to seq 2: it asks from 3.
 	sub.ResumeAfter = map[uint32]uint64{0: 2}
 	subscribeReady(t, s, e, "e", sub)
 	rec.waitFor(t, "seqs 3 and 4 replayed", func() bool { return len(rec.batches) == 2 && rec.countLocked(StreamGapReplayed) == 1 })
-	e.send("e", batchOf(storedEv([]uint64{6}, nil, 0)))
+	e.Send("e", batchOf(storedEv([]uint64{6}, nil, 0)))
 	rec.waitFor(t, "seq 5 live", func() bool { return len(rec.batches) == 3 })
 	assert.Equal(t, []uint64{3, 4, 5}, rec.seqs())
 	assert.Equal(t, StreamEvent{Kind: StreamGapReplayed, From: 3, To: 5}, rec.streamEvents(StreamGapReplayed)[0])
@@ -221,13 +223,13 @@ func (p *panicky) HandleBatch(src Source, b *Batch) {
 }
 
 func TestSubscriberSurvivesAPanickingHandlerAndUnsubscribes(t *testing.T) {
-	e := startEngine(t)
+	e := enginetest.StartPublisher(t)
 	rec := &panicky{recorder: newRecorder()}
 	s := newTestSubscriber(t, rec)
 	sub := openEngine(t, e, "e", 0, nil)
 	subscribeReady(t, s, e, "e", sub)
-	e.send("e", batchOf(storedEv([]uint64{1}, nil, 0)))
-	e.send("e", batchOf(storedEv([]uint64{2}, nil, 0)))
+	e.Send("e", batchOf(storedEv([]uint64{1}, nil, 0)))
+	e.Send("e", batchOf(storedEv([]uint64{2}, nil, 0)))
 	rec.waitFor(t, "seq 1", func() bool { return len(rec.batches) == 1 })
 	assert.Equal(t, []uint64{1}, rec.seqs())
 	assert.Equal(t, uint64(1), s.Stats().HandlerPanics.Load())
@@ -242,23 +244,23 @@ func TestSubscriberSurvivesAPanickingHandlerAndUnsubscribes(t *testing.T) {
 }
 
 func TestSubscriberWaitsForAnEngineThatIsNotUpYet(t *testing.T) {
-	e := startEngine(t)
+	e := enginetest.StartPublisher(t)
 	rec := newRecorder()
 	s := newTestSubscriber(t, rec)
-	port := freePorts(t, 1)
-	_, err := s.Subscribe(Subscription{Model: "m", WorkerID: 1, Endpoint: tcp(port), Topic: "kv"})
+	port := enginetest.FreePorts(t, 1)
+	_, err := s.Subscribe(Subscription{Model: "m", WorkerID: 1, Endpoint: enginetest.TCP(port), Topic: "kv"})
 	require.NoError(t, err)
 	time.Sleep(300 * time.Millisecond) // several failed dials
 	assert.Zero(t, s.Stats().Connects.Load())
 
-	e.do(map[string]any{"op": "open", "name": "e", "endpoint": tcp(port), "topic": "kv"})
-	e.do(map[string]any{"op": "wait_sub", "name": "e"})
-	e.send("e", batchOf(storedEv([]uint64{1}, nil, 0)))
+	e.Do(map[string]any{"op": "open", "name": "e", "endpoint": enginetest.TCP(port), "topic": "kv"})
+	e.Do(map[string]any{"op": "wait_sub", "name": "e"})
+	e.Send("e", batchOf(storedEv([]uint64{1}, nil, 0)))
 	rec.waitFor(t, "the first batch", func() bool { return len(rec.batches) == 1 })
 	assert.Equal(t, uint64(1), s.Stats().Connects.Load())
 
 	// It goes away: reported, and the subscriber keeps trying.
-	e.do(map[string]any{"op": "close", "name": "e"})
+	e.Do(map[string]any{"op": "close", "name": "e"})
 	rec.waitFor(t, "disconnected", func() bool { return rec.countLocked(StreamDisconnected) == 1 })
 	ss := s.Stats().Source(Source{Model: "m", WorkerID: 1})
 	require.NotNil(t, ss)
@@ -276,7 +278,7 @@ func (s slow) HandleBatch(src Source, b *Batch) {
 }
 
 func TestSubscriberSlowHandlerLosesNothing(t *testing.T) {
-	e := startEngine(t)
+	e := enginetest.StartPublisher(t)
 	rec := slow{newRecorder()}
 	s, err := New(Options{Handler: rec, QueueLen: 2, ReconnectMin: 20 * time.Millisecond})
 	require.NoError(t, err)
@@ -285,7 +287,7 @@ func TestSubscriberSlowHandlerLosesNothing(t *testing.T) {
 	subscribeReady(t, s, e, "e", sub)
 	const n = 150
 	for i := range n {
-		e.send("e", batchOf(storedEv([]uint64{uint64(i + 1)}, nil, 0)))
+		e.Send("e", batchOf(storedEv([]uint64{uint64(i + 1)}, nil, 0)))
 	}
 	rec.waitFor(t, "every batch", func() bool { return len(rec.batches) == n })
 	seqs := rec.seqs()

@@ -7,6 +7,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/kvhash/kvhash/internal/enginetest"
 )
 
 // These tests run the subscriber against testdata/publisher.py: a Python
@@ -44,32 +46,32 @@ func batchOf(events ...map[string]any) map[string]any {
 
 // openEngine opens publisher name on a fresh port (and a replay endpoint
 // when shape > 0) and returns the subscription for it.
-func openEngine(t *testing.T, e *pyEngine, name string, shape int, extra map[string]any) Subscription {
+func openEngine(t *testing.T, e *enginetest.Publisher, name string, shape int, extra map[string]any) Subscription {
 	t.Helper()
-	port := freePorts(t, 1)
-	cmd := map[string]any{"op": "open", "name": name, "endpoint": tcp(port), "topic": "kv"}
-	sub := Subscription{Model: "m", WorkerID: 1, Endpoint: tcp(port), Topic: "kv"}
+	port := enginetest.FreePorts(t, 1)
+	cmd := map[string]any{"op": "open", "name": name, "endpoint": enginetest.TCP(port), "topic": "kv"}
+	sub := Subscription{Model: "m", WorkerID: 1, Endpoint: enginetest.TCP(port), Topic: "kv"}
 	if shape > 0 {
-		rport := freePorts(t, 1)
-		cmd["replay"], cmd["replay_shape"] = tcp(rport), shape
-		sub.ReplayEndpoint = tcp(rport)
+		rport := enginetest.FreePorts(t, 1)
+		cmd["replay"], cmd["replay_shape"] = enginetest.TCP(rport), shape
+		sub.ReplayEndpoint = enginetest.TCP(rport)
 	}
 	for k, v := range extra {
 		cmd[k] = v
 	}
-	e.do(cmd)
+	e.Do(cmd)
 	return sub
 }
 
-func subscribeReady(t *testing.T, s *Subscriber, e *pyEngine, name string, sub Subscription) {
+func subscribeReady(t *testing.T, s *Subscriber, e *enginetest.Publisher, name string, sub Subscription) {
 	t.Helper()
 	_, err := s.Subscribe(sub)
 	require.NoError(t, err)
-	e.do(map[string]any{"op": "wait_sub", "name": name})
+	e.Do(map[string]any{"op": "wait_sub", "name": name})
 }
 
 func TestSubscriberDeliversEveryWireLayout(t *testing.T) {
-	e := startEngine(t)
+	e := enginetest.StartPublisher(t)
 	rec := newRecorder()
 	s := newTestSubscriber(t, rec)
 	sub := openEngine(t, e, "e", 0, nil)
@@ -77,15 +79,15 @@ func TestSubscriberDeliversEveryWireLayout(t *testing.T) {
 
 	p := uint64(1)
 	neg := uint64(1<<64 - 2) // SGLang's -2 as u64
-	e.send("e", map[string]any{"layout": "map", "batch_form": "array3", "dp_rank": 0,
+	e.Send("e", map[string]any{"layout": "map", "batch_form": "array3", "dp_rank": 0,
 		"events": []map[string]any{storedEv([]uint64{1}, nil, 0)}})
-	e.send("e", map[string]any{"layout": "array", "batch_form": "array2",
+	e.Send("e", map[string]any{"layout": "array", "batch_form": "array2",
 		"events": []map[string]any{storedEv([]uint64{2, 1<<64 - 1}, &p, 16)}})
-	e.send("e", map[string]any{"layout": "map", "batch_form": "map", "bytes_hashes": true, "dp_rank": 0,
+	e.Send("e", map[string]any{"layout": "map", "batch_form": "map", "bytes_hashes": true, "dp_rank": 0,
 		"events": []map[string]any{{"type": "BlockRemoved", "block_hashes": []uint64{2}}}})
-	e.send("e", map[string]any{"layout": "array", "bytes_hashes": true,
+	e.Send("e", map[string]any{"layout": "array", "bytes_hashes": true,
 		"events": []map[string]any{storedEv([]uint64{3}, &p, 48), {"type": "AllBlocksCleared"}}})
-	e.send("e", map[string]any{"layout": "sglang", "batch_form": "array2",
+	e.Send("e", map[string]any{"layout": "sglang", "batch_form": "array2",
 		"events": []map[string]any{{"type": "BlockStored", "block_hashes": []any{-2}, "token_ids": []int{1, 2},
 			"block_size": 16, "cache_salt": "tenant-7"}}})
 
@@ -117,19 +119,19 @@ func TestSubscriberDeliversEveryWireLayout(t *testing.T) {
 func TestSubscriberGapIsReplayedInBothReplyShapes(t *testing.T) {
 	for _, shape := range []int{4, 3} {
 		t.Run(fmt.Sprintf("%d-frame replies", shape), func(t *testing.T) {
-			e := startEngine(t)
+			e := enginetest.StartPublisher(t)
 			rec := newRecorder()
 			s := newTestSubscriber(t, rec)
 			sub := openEngine(t, e, "e", shape, nil)
 			subscribeReady(t, s, e, "e", sub)
 
-			e.send("e", batchOf(storedEv([]uint64{1}, nil, 0)))
+			e.Send("e", batchOf(storedEv([]uint64{1}, nil, 0)))
 			rec.waitFor(t, "seq 0", func() bool { return len(rec.batches) == 1 })
 			// Seqs 1 and 2 are published while this subscriber misses them.
-			e.send("e", map[string]any{"skip": true, "events": []map[string]any{storedEv([]uint64{2}, nil, 0)}})
-			e.send("e", map[string]any{"skip": true, "layout": "array", "events": []map[string]any{storedEv([]uint64{3}, nil, 0)}})
-			e.send("e", batchOf(storedEv([]uint64{4}, nil, 0)))
-			e.send("e", batchOf(storedEv([]uint64{5}, nil, 0)))
+			e.Send("e", map[string]any{"skip": true, "events": []map[string]any{storedEv([]uint64{2}, nil, 0)}})
+			e.Send("e", map[string]any{"skip": true, "layout": "array", "events": []map[string]any{storedEv([]uint64{3}, nil, 0)}})
+			e.Send("e", batchOf(storedEv([]uint64{4}, nil, 0)))
+			e.Send("e", batchOf(storedEv([]uint64{5}, nil, 0)))
 
 			rec.waitFor(t, "seqs 0..4 and the replay's report", func() bool {
 				return len(rec.batches) == 5 && rec.countLocked(StreamGapReplayed) == 1
@@ -161,7 +163,7 @@ func TestSubscriberGapWithoutReplayIsLost(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			e := startEngine(t)
+			e := enginetest.StartPublisher(t)
 			rec := newRecorder()
 			s, err := New(Options{Handler: rec, ReplayTimeout: 300 * time.Millisecond, ReconnectMin: 20 * time.Millisecond})
 			require.NoError(t, err)
@@ -169,12 +171,12 @@ func TestSubscriberGapWithoutReplayIsLost(t *testing.T) {
 			sub := openEngine(t, e, "e", c.shape, c.extra)
 			subscribeReady(t, s, e, "e", sub)
 
-			e.send("e", batchOf(storedEv([]uint64{1}, nil, 0)))
+			e.Send("e", batchOf(storedEv([]uint64{1}, nil, 0)))
 			rec.waitFor(t, "seq 0", func() bool { return len(rec.batches) == 1 })
-			e.send("e", map[string]any{"skip": true, "events": []map[string]any{storedEv([]uint64{2}, nil, 0)}})
-			e.send("e", map[string]any{"skip": true, "events": []map[string]any{storedEv([]uint64{3}, nil, 0)}})
-			e.send("e", batchOf(storedEv([]uint64{4}, nil, 0)))
-			e.send("e", batchOf(storedEv([]uint64{5}, nil, 0)))
+			e.Send("e", map[string]any{"skip": true, "events": []map[string]any{storedEv([]uint64{2}, nil, 0)}})
+			e.Send("e", map[string]any{"skip": true, "events": []map[string]any{storedEv([]uint64{3}, nil, 0)}})
+			e.Send("e", batchOf(storedEv([]uint64{4}, nil, 0)))
+			e.Send("e", batchOf(storedEv([]uint64{5}, nil, 0)))
 
 			rec.waitFor(t, "seqs 0, 3, 4", func() bool { return len(rec.batches) == 3 && rec.countLocked(StreamGapLost) == 1 })
 			assert.Equal(t, []uint64{0, 3, 4}, rec.seqs())
@@ -190,22 +192,22 @@ func TestSubscriberGapWithoutReplayIsLost(t *testing.T) {
 }
 
 func TestSubscriberEngineRestart(t *testing.T) {
-	e := startEngine(t)
+	e := enginetest.StartPublisher(t)
 	rec := newRecorder()
 	s := newTestSubscriber(t, rec)
 	sub := openEngine(t, e, "e", 0, nil)
 	subscribeReady(t, s, e, "e", sub)
 	for i := range 3 {
-		e.send("e", batchOf(storedEv([]uint64{uint64(10 + i)}, nil, 0)))
+		e.Send("e", batchOf(storedEv([]uint64{uint64(10 + i)}, nil, 0)))
 	}
 	rec.waitFor(t, "3 batches", func() bool { return len(rec.batches) == 3 })
 
 	// A new engine process on the same port: its seq starts again at 0.
-	e.do(map[string]any{"op": "open", "name": "e", "endpoint": sub.Endpoint, "topic": "kv"})
+	e.Do(map[string]any{"op": "open", "name": "e", "endpoint": sub.Endpoint, "topic": "kv"})
 	rec.waitFor(t, "reconnected", func() bool { return rec.countLocked(StreamConnected) == 2 })
-	e.do(map[string]any{"op": "wait_sub", "name": "e"})
-	e.send("e", batchOf(storedEv([]uint64{20}, nil, 0)))
-	e.send("e", batchOf(storedEv([]uint64{21}, nil, 0)))
+	e.Do(map[string]any{"op": "wait_sub", "name": "e"})
+	e.Send("e", batchOf(storedEv([]uint64{20}, nil, 0)))
+	e.Send("e", batchOf(storedEv([]uint64{21}, nil, 0)))
 
 	rec.waitFor(t, "5 batches", func() bool { return len(rec.batches) == 5 })
 	assert.Equal(t, []uint64{0, 1, 2, 0, 1}, rec.seqs())

@@ -99,18 +99,7 @@ func BenchmarkIngest(b *testing.B) {
 // keep-alive connection each, requests pre-encoded (httpClientConn).
 func BenchmarkRouteHTTP(b *testing.B) {
 	const workers, promptBlocks, streamRate = 128, 32, 100_000
-	cfg := config.Default()
-	cfg.BlockSize = benchBlockSize
-	cfg.Index.StabilityMode = "warn"
-	cfg.Routing.RequestTTL = 2 * time.Second
-	srv, err := serve.New(serve.Options{Config: cfg})
-	if err != nil {
-		b.Fatal(err)
-	}
-	if err := srv.Start(); err != nil {
-		b.Fatal(err)
-	}
-	defer func() { _ = srv.Shutdown(context.Background()) }()
+	srv := startRouteServer(b)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		b.Fatal(err)
@@ -243,12 +232,11 @@ func (h *httpClientConn) roundTrip(req []byte) error {
 	return nil
 }
 
-// BenchmarkRouteHandler is the server's own work per route, without the
-// network: POST /v1/route through the HTTP handler (decode, score 128
-// workers, record the load, encode the decision) on one goroutine, in
-// CPU time per route.
-func BenchmarkRouteHandler(b *testing.B) {
-	const workers, promptBlocks = 128, 32
+// startRouteServer starts the router the route benchmarks measure, in
+// warn mode, its requests expiring after 2 s instead of being freed (an op
+// is one call); it shuts down when the benchmark ends.
+func startRouteServer(b *testing.B) *serve.Server {
+	b.Helper()
 	cfg := config.Default()
 	cfg.BlockSize = benchBlockSize
 	cfg.Index.StabilityMode = "warn"
@@ -260,7 +248,17 @@ func BenchmarkRouteHandler(b *testing.B) {
 	if err := srv.Start(); err != nil {
 		b.Fatal(err)
 	}
-	defer func() { _ = srv.Shutdown(context.Background()) }()
+	b.Cleanup(func() { _ = srv.Shutdown(context.Background()) })
+	return srv
+}
+
+// BenchmarkRouteHandler is the server's own work per route, without the
+// network: POST /v1/route through the HTTP handler (decode, score 128
+// workers, record the load, encode the decision) on one goroutine, in
+// CPU time per route.
+func BenchmarkRouteHandler(b *testing.B) {
+	const workers, promptBlocks = 128, 32
+	srv := startRouteServer(b)
 	prompts := warmFleet(b, srv.Indexer(), workers, promptBlocks)
 	bodies := make([][]byte, len(prompts))
 	for i, p := range prompts {

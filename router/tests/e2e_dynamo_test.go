@@ -16,6 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/kvhash/kvhash/core"
+	"github.com/kvhash/kvhash/internal/enginetest"
 )
 
 // dynamoIndexer runs Dynamo's own standalone KV indexer (`python -m
@@ -23,11 +24,11 @@ import (
 // oracle kvrouter's drop-in endpoints are held to.
 func dynamoIndexer(t *testing.T) string {
 	t.Helper()
-	port := freePorts(t, 1)
+	port := enginetest.FreePorts(t, 1)
 	logPath := filepath.Join(t.TempDir(), "dynamo-indexer.log")
 	logFile, err := os.Create(logPath)
 	require.NoError(t, err)
-	cmd := exec.Command(venvPython(t), "-m", "dynamo.indexer", "--port", fmt.Sprint(port), "--threads", "1")
+	cmd := exec.Command(enginetest.VenvPython(t), "-m", "dynamo.indexer", "--port", fmt.Sprint(port), "--threads", "1")
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	cmd.Env = append(os.Environ(), "NO_COLOR=1")
 	require.NoError(t, cmd.Start())
@@ -151,21 +152,21 @@ func TestE2EDynamoStandaloneIndexerDifferential(t *testing.T) {
 	eng := startEngines(t)
 	r := startRouter(t, testConfig())
 	ours := r.url
-	base := freePorts(t, 5)
+	base := enginetest.FreePorts(t, 5)
 
 	type reg struct {
 		name string
 		body obj
 	}
 	regs := []reg{
-		{"a", obj{"instance_id": 1, "endpoint": tcp(base), "model_name": "llama", "block_size": blockSize}},
-		{"b0", obj{"instance_id": 2, "endpoint": tcp(base + 1), "model_name": "llama", "block_size": blockSize, "dp_rank": 0}},
-		{"b1", obj{"instance_id": 2, "endpoint": tcp(base + 2), "model_name": "llama", "block_size": blockSize, "dp_rank": 1}},
-		{"c", obj{"instance_id": 3, "endpoint": tcp(base + 3), "model_name": "llama", "routing_group": "acme", "block_size": blockSize}},
-		{"d", obj{"instance_id": uint64(18446744073709551615), "endpoint": tcp(base + 4), "model_name": "mistral", "block_size": blockSize, "tenant_id": "ignored", "unknown_field": 1}},
+		{"a", obj{"instance_id": 1, "endpoint": enginetest.TCP(base), "model_name": "llama", "block_size": blockSize}},
+		{"b0", obj{"instance_id": 2, "endpoint": enginetest.TCP(base + 1), "model_name": "llama", "block_size": blockSize, "dp_rank": 0}},
+		{"b1", obj{"instance_id": 2, "endpoint": enginetest.TCP(base + 2), "model_name": "llama", "block_size": blockSize, "dp_rank": 1}},
+		{"c", obj{"instance_id": 3, "endpoint": enginetest.TCP(base + 3), "model_name": "llama", "routing_group": "acme", "block_size": blockSize}},
+		{"d", obj{"instance_id": uint64(18446744073709551615), "endpoint": enginetest.TCP(base + 4), "model_name": "mistral", "block_size": blockSize, "tenant_id": "ignored", "unknown_field": 1}},
 	}
 	for i, rg := range regs {
-		eng.open(rg.name, tcp(base+i), "", nil)
+		eng.open(rg.name, enginetest.TCP(base+i), "", nil)
 	}
 	for _, rg := range regs {
 		both(t, ours, dyn, "POST", "/register", rg.body, nil)
@@ -262,12 +263,12 @@ func TestE2EDynamoStandaloneIndexerDifferential(t *testing.T) {
 
 	// Registration errors.
 	for _, body := range []any{
-		obj{"instance_id": 1, "endpoint": tcp(base), "model_name": "llama", "block_size": blockSize},            // again
-		obj{"instance_id": 2, "endpoint": tcp(base + 3), "model_name": "llama", "block_size": 16, "dp_rank": 2}, // block size
-		obj{"instance_id": 1, "endpoint": tcp(base + 3), "model_name": "mistral", "block_size": blockSize},      // other model
+		obj{"instance_id": 1, "endpoint": enginetest.TCP(base), "model_name": "llama", "block_size": blockSize},            // again
+		obj{"instance_id": 2, "endpoint": enginetest.TCP(base + 3), "model_name": "llama", "block_size": 16, "dp_rank": 2}, // block size
+		obj{"instance_id": 1, "endpoint": enginetest.TCP(base + 3), "model_name": "mistral", "block_size": blockSize},      // other model
 		obj{"instance_id": 7, "endpoint": "bogus", "model_name": "llama", "block_size": blockSize},
-		obj{"instance_id": -1, "endpoint": tcp(base), "model_name": "llama", "block_size": blockSize},
-		obj{"endpoint": tcp(base), "model_name": "llama", "block_size": blockSize},
+		obj{"instance_id": -1, "endpoint": enginetest.TCP(base), "model_name": "llama", "block_size": blockSize},
+		obj{"endpoint": enginetest.TCP(base), "model_name": "llama", "block_size": blockSize},
 		"not json",
 	} {
 		both(t, ours, dyn, "POST", "/register", body, nil)

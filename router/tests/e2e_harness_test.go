@@ -4,111 +4,37 @@
 package tests
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
+	"maps"
 	"net/http"
 	"net/http/httptest"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/kvhash/kvhash/internal/enginetest"
 	"github.com/kvhash/kvhash/router/config"
 	"github.com/kvhash/kvhash/router/ingest"
+	"github.com/kvhash/kvhash/router/internal/logtest"
 	"github.com/kvhash/kvhash/router/serve"
 )
 
 const blockSize = 4
 
-// repoRoot is the directory holding go.mod.
-func repoRoot(t *testing.T) string {
-	t.Helper()
-	dir, err := os.Getwd()
-	require.NoError(t, err)
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return dir
-		}
-		parent := filepath.Dir(dir)
-		require.NotEqual(t, parent, dir, "no go.mod above the test")
-		dir = parent
-	}
-}
+// engine drives router/ingest's test publisher (enginetest.Publisher):
+// one Python process running any number of engine ranks, emitting vLLM's
+// and SGLang's wire byte for byte.
+type engine struct{ *enginetest.Publisher }
 
-// venvPython is build/venv's interpreter; the tests fail (not skip)
-// without it: `make test` builds the venv first.
-func venvPython(t *testing.T) string {
-	t.Helper()
-	py := filepath.Join(repoRoot(t), "build", "venv", "bin", "python")
-	_, err := os.Stat(py)
-	require.NoError(t, err, "the e2e tests need the venv (pyzmq, msgspec, Dynamo's wheel): run `make venv`")
-	return py
-}
-
-// engine drives router/ingest's test publisher (testdata/publisher.py):
-// one Python process running any number of engine ranks, each a PUB
-// socket and an optional ROUTER replay socket, emitting vLLM's and
-// SGLang's wire byte for byte (msgspec over the engines' structs).
-type engine struct {
-	t   *testing.T
-	in  io.WriteCloser
-	out *bufio.Scanner
-	mu  sync.Mutex
-}
-
-func startEngines(t *testing.T) *engine {
-	t.Helper()
-	script := filepath.Join(repoRoot(t), "router", "ingest", "testdata", "publisher.py")
-	cmd := exec.Command(venvPython(t), script)
-	cmd.Stderr = os.Stderr
-	in, err := cmd.StdinPipe()
-	require.NoError(t, err)
-	out, err := cmd.StdoutPipe()
-	require.NoError(t, err)
-	require.NoError(t, cmd.Start())
-	e := &engine{t: t, in: in, out: bufio.NewScanner(out)}
-	e.out.Buffer(make([]byte, 1<<20), 1<<20)
-	require.True(t, e.out.Scan(), "the publisher did not start")
-	t.Cleanup(func() {
-		_, _ = io.WriteString(in, `{"op":"quit"}`+"\n")
-		done := make(chan struct{})
-		go func() { _ = cmd.Wait(); close(done) }()
-		select {
-		case <-done:
-		case <-time.After(5 * time.Second):
-			_ = cmd.Process.Kill()
-			<-done
-		}
-	})
-	return e
-}
+func startEngines(t *testing.T) *engine { return &engine{enginetest.StartPublisher(t)} }
 
 type obj = map[string]any
-
-func (e *engine) do(cmd obj) obj {
-	e.t.Helper()
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	line, err := json.Marshal(cmd)
-	require.NoError(e.t, err)
-	_, err = e.in.Write(append(line, '\n'))
-	require.NoError(e.t, err)
-	require.True(e.t, e.out.Scan(), "the publisher exited")
-	var ans obj
-	require.NoError(e.t, json.Unmarshal(e.out.Bytes(), &ans))
-	require.Equal(e.t, true, ans["ok"], "publisher: %v (command %s)", ans["error"], line)
-	return ans
-}
 
 // open starts an engine rank publishing on endpoint (and replaying on
 // replay, "" = none). extra adds open's options (replay_shape, topic,
@@ -121,20 +47,18 @@ func (e *engine) open(name, endpoint, replay string, extra obj) {
 	for k, v := range extra {
 		cmd[k] = v
 	}
-	e.do(cmd)
+	e.Do(cmd)
 }
 
 // waitSub blocks until a subscriber's subscription reached the rank.
-func (e *engine) waitSub(name string) { e.do(obj{"op": "wait_sub", "name": name, "timeout": 15}) }
+func (e *engine) waitSub(name string) { e.Do(obj{"op": "wait_sub", "name": name, "timeout": 15}) }
 
 // send publishes one batch of events; opts are send's options (layout,
 // bytes_hashes, batch_form, dp_rank, skip, seq).
 func (e *engine) send(name string, events []obj, opts obj) uint64 {
-	cmd := obj{"op": "send", "name": name, "events": events}
-	for k, v := range opts {
-		cmd[k] = v
-	}
-	return uint64(e.do(cmd)["seq"].(float64))
+	fields := obj{"events": events}
+	maps.Copy(fields, opts)
+	return e.Send(name, fields)
 }
 
 // stored is a BlockStored of consecutive full blocks.
@@ -165,34 +89,20 @@ func hashes(start int64, n int) []int64 {
 	return out
 }
 
-// freePorts returns the first of n consecutive free ports on 127.0.0.1.
-func freePorts(t *testing.T, n int) int {
+// startOneWorker starts an engine rank "e" publishing on a free port and
+// a router with cfg subscribed to it as worker 1 of model "m", and returns
+// once the subscription has reached the rank (a PUB drops what it sends
+// before), with the port the rank publishes on.
+func startOneWorker(t *testing.T, cfg config.Config) (*engine, *router, int) {
 	t.Helper()
-	for range 50 {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		require.NoError(t, err)
-		base := l.Addr().(*net.TCPAddr).Port
-		ls, ok := []net.Listener{l}, true
-		for i := 1; i < n; i++ {
-			li, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", base+i))
-			if err != nil {
-				ok = false
-				break
-			}
-			ls = append(ls, li)
-		}
-		for _, li := range ls {
-			_ = li.Close()
-		}
-		if ok {
-			return base
-		}
-	}
-	t.Fatal("no run of free ports")
-	return 0
+	eng := startEngines(t)
+	r := startRouter(t, cfg)
+	port := enginetest.FreePorts(t, 1)
+	eng.open("e", enginetest.TCP(port), "", nil)
+	r.must(201, "POST", "/v1/workers", obj{"worker_id": 1, "model": "m", "endpoint": enginetest.TCP(port)}, nil)
+	eng.waitSub("e")
+	return eng, r, port
 }
-
-func tcp(port int) string { return fmt.Sprintf("tcp://127.0.0.1:%d", port) }
 
 // router is an in-process kvrouter with ZeroMQ ingest, behind a real
 // HTTP listener on 127.0.0.1.
@@ -200,24 +110,7 @@ type router struct {
 	t    *testing.T
 	srv  *serve.Server
 	url  string
-	logs *syncBuffer
-}
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
+	logs *logtest.Buffer
 }
 
 func newIngest(h ingest.Handler, log *slog.Logger) (serve.Ingest, error) {
@@ -233,7 +126,7 @@ func testConfig() config.Config {
 
 func startRouter(t *testing.T, cfg config.Config) *router {
 	t.Helper()
-	logs := &syncBuffer{}
+	logs := &logtest.Buffer{}
 	srv, err := serve.New(serve.Options{Config: cfg, NewIngest: newIngest,
 		Logger: slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))})
 	require.NoError(t, err)

@@ -12,6 +12,9 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/kvhash/kvhash/internal/enginetest"
+	"github.com/kvhash/kvhash/router/internal/logtest"
 )
 
 // A router restart is not a cold start: the snapshot brings the index
@@ -19,14 +22,14 @@ import (
 // replay fills what it published while the router was down.
 func TestE2ESnapshotRestartResumesFromTheSavedSeq(t *testing.T) {
 	eng := startEngines(t)
-	port := freePorts(t, 2)
+	port := enginetest.FreePorts(t, 2)
 	cfg := testConfig()
 	cfg.Snapshot.Path = filepath.Join(t.TempDir(), "kvrouter.snap")
-	eng.open("e", tcp(port), tcp(port+1), nil)
+	eng.open("e", enginetest.TCP(port), enginetest.TCP(port+1), nil)
 	toks := tokens(10, 24)
 
 	first := startRouter(t, cfg)
-	first.must(201, "POST", "/v1/workers", obj{"worker_id": 1, "model": "m", "endpoint": tcp(port), "replay_endpoint": tcp(port + 1)}, nil)
+	first.must(201, "POST", "/v1/workers", obj{"worker_id": 1, "model": "m", "endpoint": enginetest.TCP(port), "replay_endpoint": enginetest.TCP(port + 1)}, nil)
 	eng.waitSub("e")
 	p1, p2 := int64(101), int64(103)
 	eng.send("e", []obj{stored(hashes(100, 2), nil, toks[:8], nil)}, nil)
@@ -53,7 +56,7 @@ func TestE2ESnapshotRestartResumesFromTheSavedSeq(t *testing.T) {
 func TestE2EBinary(t *testing.T) {
 	bin := filepath.Join(t.TempDir(), "kvrouter")
 	build := exec.Command("go", "build", "-o", bin, "./cmd/kvrouter")
-	build.Dir = repoRoot(t)
+	build.Dir = enginetest.RepoRoot(t)
 	out, err := build.CombinedOutput()
 	require.NoError(t, err, "%s", out)
 
@@ -70,8 +73,8 @@ func TestE2EBinary(t *testing.T) {
 	assert.Contains(t, stderr.String(), "log.format")
 
 	eng := startEngines(t)
-	ports := freePorts(t, 2)
-	eng.open("e", tcp(ports), "", nil)
+	ports := enginetest.FreePorts(t, 2)
+	eng.open("e", enginetest.TCP(ports), "", nil)
 	dir := t.TempDir()
 	snap := filepath.Join(dir, "kvrouter.snap")
 	cfgPath := filepath.Join(dir, "kvrouter.yaml")
@@ -81,10 +84,10 @@ log: {format: json, level: info}
 snapshot: {path: %s, interval: 1h}
 workers:
   - {worker_id: 5, model: m, endpoint: "%s"}
-`, snap, tcp(ports))), 0o600))
+`, snap, enginetest.TCP(ports))), 0o600))
 	listen := fmt.Sprintf("127.0.0.1:%d", ports+1)
 	cmd := exec.Command(bin, "--config", cfgPath, "--listen", listen, "--block-size", "4")
-	var logs syncBuffer
+	var logs logtest.Buffer
 	cmd.Stdout, cmd.Stderr = &logs, &logs
 	require.NoError(t, cmd.Start())
 	done := make(chan error, 1)

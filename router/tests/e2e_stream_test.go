@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/assert"
+
+	"github.com/kvhash/kvhash/internal/enginetest"
 )
 
 // A seq gap asks the engine's replay endpoint for the missing batches, in
@@ -15,9 +17,9 @@ func TestE2EGapIsReplayed(t *testing.T) {
 		t.Run(fmt.Sprintf("%d-frame replies", shape), func(t *testing.T) {
 			eng := startEngines(t)
 			r := startRouter(t, testConfig())
-			port := freePorts(t, 2)
-			eng.open("e", tcp(port), tcp(port+1), obj{"replay_shape": shape})
-			r.must(201, "POST", "/v1/workers", obj{"worker_id": 1, "model": "m", "endpoint": tcp(port), "replay_endpoint": tcp(port + 1)}, nil)
+			port := enginetest.FreePorts(t, 2)
+			eng.open("e", enginetest.TCP(port), enginetest.TCP(port+1), obj{"replay_shape": shape})
+			r.must(201, "POST", "/v1/workers", obj{"worker_id": 1, "model": "m", "endpoint": enginetest.TCP(port), "replay_endpoint": enginetest.TCP(port + 1)}, nil)
 			eng.waitSub("e")
 			toks := tokens(10, 24)
 			p1, p2 := int64(101), int64(103)
@@ -36,15 +38,10 @@ func TestE2EGapIsReplayed(t *testing.T) {
 // Without replay a gap cannot be filled: the worker is degraded (blocks
 // cleared, scored by load only) until its new events rebuild it.
 func TestE2ELostGapDegradesTheWorker(t *testing.T) {
-	eng := startEngines(t)
 	cfg := testConfig()
 	cfg.Index.DegradedSettle = time.Hour // stays degraded for the test
-	r := startRouter(t, cfg)
-	port := freePorts(t, 1)
-	eng.open("e", tcp(port), "", nil)
-	r.must(201, "POST", "/v1/workers", obj{"worker_id": 1, "model": "m", "endpoint": tcp(port)}, nil)
+	eng, r, _ := startOneWorker(t, cfg)
 	r.must(201, "POST", "/v1/workers", obj{"worker_id": 2, "model": "m"}, nil)
-	eng.waitSub("e")
 	toks := tokens(10, 16)
 	eng.send("e", []obj{stored(hashes(100, 4), nil, toks, nil)}, nil)
 	r.waitRoute("m", toks, nil, "1", 4)
@@ -60,12 +57,7 @@ func TestE2ELostGapDegradesTheWorker(t *testing.T) {
 
 // A seq back at 0 is a new engine process: its old blocks go.
 func TestE2EEngineRestartClearsTheWorker(t *testing.T) {
-	eng := startEngines(t)
-	r := startRouter(t, testConfig())
-	port := freePorts(t, 1)
-	eng.open("e", tcp(port), "", nil)
-	r.must(201, "POST", "/v1/workers", obj{"worker_id": 1, "model": "m", "endpoint": tcp(port)}, nil)
-	eng.waitSub("e")
+	eng, r, _ := startOneWorker(t, testConfig())
 	old := tokens(10, 16)
 	eng.send("e", []obj{stored(hashes(100, 4), nil, old, nil)}, nil)
 	eng.send("e", []obj{stored(hashes(104, 1), nil, tokens(500, 4), nil)}, nil)
@@ -81,19 +73,14 @@ func TestE2EEngineRestartClearsTheWorker(t *testing.T) {
 
 // Malformed messages are counted and skipped; the subscriber goes on.
 func TestE2EMalformedFramesAreSkipped(t *testing.T) {
-	eng := startEngines(t)
-	r := startRouter(t, testConfig())
-	port := freePorts(t, 1)
-	eng.open("e", tcp(port), "", nil)
-	r.must(201, "POST", "/v1/workers", obj{"worker_id": 1, "model": "m", "endpoint": tcp(port)}, nil)
-	eng.waitSub("e")
+	eng, r, _ := startOneWorker(t, testConfig())
 	for _, frames := range [][]string{
 		{"", "0000000000000000"},                                                 // two frames
 		{"", "00000000", "93cb41d000000000000090c0"},                             // a 4-byte seq
 		{"", "0000000000000000", "c1"},                                           // not MessagePack
 		{"", "0000000000000000", "93cb41d00000000000009181a474797065a3466f6fc0"}, // an unknown event tag
 	} {
-		eng.do(obj{"op": "raw", "name": "e", "frames": frames})
+		eng.Do(obj{"op": "raw", "name": "e", "frames": frames})
 	}
 	toks := tokens(10, 8)
 	eng.send("e", []obj{stored(hashes(100, 2), nil, toks, nil)}, nil)
@@ -112,12 +99,12 @@ func TestE2EEnforceModeQuarantine(t *testing.T) {
 	cfg.Index.StabilityMode = "enforce"
 	cfg.Index.QuarantineSettle = time.Hour
 	r := startRouter(t, cfg)
-	port := freePorts(t, 2)
-	eng.open("e", tcp(port), tcp(port+1), nil)
+	port := enginetest.FreePorts(t, 2)
+	eng.open("e", enginetest.TCP(port), enginetest.TCP(port+1), nil)
 	// The test engine's ids are synthetic, not a real scheme's: verifying
 	// them against vLLM's schemes is switched off; the violation below is
 	// core's own guardrail.
-	r.must(201, "POST", "/v1/workers", obj{"worker_id": 1, "model": "m", "endpoint": tcp(port), "replay_endpoint": tcp(port + 1),
+	r.must(201, "POST", "/v1/workers", obj{"worker_id": 1, "model": "m", "endpoint": enginetest.TCP(port), "replay_endpoint": enginetest.TCP(port + 1),
 		"engine_hash": "off"}, nil)
 	eng.waitSub("e")
 	toks := tokens(10, 8)
@@ -140,13 +127,13 @@ func TestE2EEnforceModeQuarantine(t *testing.T) {
 // topic.
 func TestE2EBoundEndpointResolvesWorkersFromTopics(t *testing.T) {
 	eng := startEngines(t)
-	port := freePorts(t, 1)
+	port := enginetest.FreePorts(t, 1)
 	cfg := testConfig()
-	cfg.Bind = tcp(port)
+	cfg.Bind = enginetest.TCP(port)
 	cfg.BindModel = "m"
 	r := startRouter(t, cfg)
-	eng.open("a", tcp(port), "", obj{"bind": false, "topic": "7"})
-	eng.open("b", tcp(port), "", obj{"bind": false, "topic": "kv@10.0.0.5:8000@m"})
+	eng.open("a", enginetest.TCP(port), "", obj{"bind": false, "topic": "7"})
+	eng.open("b", enginetest.TCP(port), "", obj{"bind": false, "topic": "kv@10.0.0.5:8000@m"})
 	eng.waitSub("a")
 	eng.waitSub("b")
 	eng.send("a", []obj{stored(hashes(100, 2), nil, tokens(10, 8), nil)}, nil)
@@ -163,19 +150,14 @@ func TestE2EBoundEndpointResolvesWorkersFromTopics(t *testing.T) {
 // Deleting a worker unsubscribes it and drops its blocks; an engine that
 // goes away and comes back is reported, and its new events are indexed.
 func TestE2EDeleteAndReconnect(t *testing.T) {
-	eng := startEngines(t)
-	r := startRouter(t, testConfig())
-	port := freePorts(t, 1)
-	eng.open("e", tcp(port), "", nil)
-	r.must(201, "POST", "/v1/workers", obj{"worker_id": 1, "model": "m", "endpoint": tcp(port)}, nil)
-	eng.waitSub("e")
+	eng, r, port := startOneWorker(t, testConfig())
 	toks := tokens(10, 8)
 	eng.send("e", []obj{stored(hashes(100, 2), nil, toks, nil)}, nil)
 	r.waitRoute("m", toks, nil, "1", 2)
 
 	// The engine process goes away and a new one binds the same port.
-	eng.do(obj{"op": "close", "name": "e"})
-	eng.open("e", tcp(port), "", nil)
+	eng.Do(obj{"op": "close", "name": "e"})
+	eng.open("e", enginetest.TCP(port), "", nil)
 	eng.waitSub("e")
 	fresh := tokens(500, 12)
 	eng.send("e", []obj{stored(hashes(900, 3), nil, fresh, nil)}, nil)
@@ -193,7 +175,7 @@ func TestE2EDeleteAndReconnect(t *testing.T) {
 	// Registered again, it starts from nothing; it joins the stream in the
 	// middle (seq 1, not 0), so it is degraded, scored by load only, until
 	// its new events have rebuilt it.
-	r.must(201, "POST", "/v1/workers", obj{"worker_id": 1, "model": "m", "endpoint": tcp(port)}, nil)
+	r.must(201, "POST", "/v1/workers", obj{"worker_id": 1, "model": "m", "endpoint": enginetest.TCP(port)}, nil)
 	assert.Equal(t, "0", r.route("m", fresh, nil).OverlapBlocks.String())
 	// (The publisher's XPUB saw the old subscription leave first, so its
 	// wait_sub cannot tell when the new one arrives: send until it lands.)

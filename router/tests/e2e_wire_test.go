@@ -9,6 +9,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/kvhash/kvhash/internal/enginetest"
 )
 
 // Every wire layout engines send drives the router without adapter code:
@@ -28,11 +30,11 @@ func TestE2EEveryWireLayoutRoutesToTheWorkerHoldingThePrefix(t *testing.T) {
 	}
 	eng := startEngines(t)
 	r := startRouter(t, testConfig())
-	base := freePorts(t, len(layouts))
+	base := enginetest.FreePorts(t, len(layouts))
 	for i := range layouts {
 		name := fmt.Sprintf("w%d", i+1)
-		eng.open(name, tcp(base+i), "", nil)
-		r.must(201, "POST", "/v1/workers", obj{"worker_id": i + 1, "model": "m", "endpoint": tcp(base + i)}, nil)
+		eng.open(name, enginetest.TCP(base+i), "", nil)
+		r.must(201, "POST", "/v1/workers", obj{"worker_id": i + 1, "model": "m", "endpoint": enginetest.TCP(base + i)}, nil)
 		eng.waitSub(name)
 	}
 	for i, l := range layouts {
@@ -59,11 +61,11 @@ func TestE2EEveryWireLayoutRoutesToTheWorkerHoldingThePrefix(t *testing.T) {
 func TestE2ECacheSaltAndLoRA(t *testing.T) {
 	eng := startEngines(t)
 	r := startRouter(t, testConfig())
-	base := freePorts(t, 2)
-	eng.open("sgl", tcp(base), "", nil)
-	eng.open("vllm", tcp(base+1), "", nil)
-	r.must(201, "POST", "/v1/workers", obj{"worker_id": 1, "model": "m", "endpoint": tcp(base)}, nil)
-	r.must(201, "POST", "/v1/workers", obj{"worker_id": 2, "model": "m", "endpoint": tcp(base + 1)}, nil)
+	base := enginetest.FreePorts(t, 2)
+	eng.open("sgl", enginetest.TCP(base), "", nil)
+	eng.open("vllm", enginetest.TCP(base+1), "", nil)
+	r.must(201, "POST", "/v1/workers", obj{"worker_id": 1, "model": "m", "endpoint": enginetest.TCP(base)}, nil)
+	r.must(201, "POST", "/v1/workers", obj{"worker_id": 2, "model": "m", "endpoint": enginetest.TCP(base + 1)}, nil)
 	eng.waitSub("sgl")
 	eng.waitSub("vllm")
 	toks := tokens(50, 16)
@@ -81,12 +83,7 @@ func TestE2ECacheSaltAndLoRA(t *testing.T) {
 // Blocks the router cannot hash faithfully are counted by reason, not
 // indexed.
 func TestE2ESkippedBlocksAreCountedByReason(t *testing.T) {
-	eng := startEngines(t)
-	r := startRouter(t, testConfig())
-	port := freePorts(t, 1)
-	eng.open("e", tcp(port), "", nil)
-	r.must(201, "POST", "/v1/workers", obj{"worker_id": 1, "model": "m", "endpoint": tcp(port)}, nil)
-	eng.waitSub("e")
+	eng, r, _ := startOneWorker(t, testConfig())
 	eng.send("e", []obj{
 		{"type": "BlockStored", "block_hashes": []int64{1, 2}, "token_ids": tokens(1, 32), "block_size": 16},
 		stored(hashes(10, 1), nil, tokens(1, 4), obj{"locality": "REMOTE"}),
@@ -108,10 +105,10 @@ func TestE2ESkippedBlocksAreCountedByReason(t *testing.T) {
 func TestE2EDataParallelRanks(t *testing.T) {
 	eng := startEngines(t)
 	r := startRouter(t, testConfig())
-	base := freePorts(t, 2)
-	eng.open("r0", tcp(base), "", nil)
-	eng.open("r1", tcp(base+1), "", nil)
-	r.must(201, "POST", "/v1/workers", obj{"worker_id": 9, "model": "m", "endpoint": tcp(base), "dp_size": 2}, nil)
+	base := enginetest.FreePorts(t, 2)
+	eng.open("r0", enginetest.TCP(base), "", nil)
+	eng.open("r1", enginetest.TCP(base+1), "", nil)
+	r.must(201, "POST", "/v1/workers", obj{"worker_id": 9, "model": "m", "endpoint": enginetest.TCP(base), "dp_size": 2}, nil)
 	eng.waitSub("r0")
 	eng.waitSub("r1")
 	eng.send("r0", []obj{stored(hashes(100, 2), nil, tokens(1, 8), nil)}, obj{"dp_rank": 0})
@@ -136,13 +133,13 @@ func TestE2EDynamoJSONPublisherOverHTTP(t *testing.T) {
 	r := startRouter(t, testConfig())
 	r.must(201, "POST", "/v1/workers", obj{"worker_id": 1, "model": "m"}, nil)
 	r.must(201, "POST", "/v1/workers", obj{"worker_id": 2, "model": "m"}, nil)
-	script := filepath.Join(repoRoot(t), "router", "tests", "testdata", "dynamo_json_publisher.py")
+	script := filepath.Join(enginetest.RepoRoot(t), "router", "tests", "testdata", "dynamo_json_publisher.py")
 	publish := func(worker, first, n int, lora string) string {
 		args := []string{script, r.url, fmt.Sprint(worker), fmt.Sprint(blockSize), fmt.Sprint(first), fmt.Sprint(n)}
 		if lora != "" {
 			args = append(args, lora)
 		}
-		out, err := exec.Command(venvPython(t), args...).CombinedOutput()
+		out, err := exec.Command(enginetest.VenvPython(t), args...).CombinedOutput()
 		require.NoError(t, err, "%s", out)
 		return string(out)
 	}
@@ -163,11 +160,11 @@ func TestE2EDynamoJSONPublisherOverHTTP(t *testing.T) {
 func TestE2EConcurrentRoutesDuringIngestion(t *testing.T) {
 	eng := startEngines(t)
 	r := startRouter(t, testConfig())
-	base := freePorts(t, 2)
+	base := enginetest.FreePorts(t, 2)
 	for i := range 2 {
 		name := fmt.Sprintf("e%d", i)
-		eng.open(name, tcp(base+i), "", nil)
-		r.must(201, "POST", "/v1/workers", obj{"worker_id": i + 1, "model": "m", "endpoint": tcp(base + i)}, nil)
+		eng.open(name, enginetest.TCP(base+i), "", nil)
+		r.must(201, "POST", "/v1/workers", obj{"worker_id": i + 1, "model": "m", "endpoint": enginetest.TCP(base + i)}, nil)
 		eng.waitSub(name)
 	}
 	const batches = 40

@@ -1,8 +1,6 @@
 package verify
 
 import (
-	"bytes"
-	"context"
 	"log/slog"
 	"sync"
 	"testing"
@@ -12,45 +10,18 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/kvhash/kvhash/core"
+	"github.com/kvhash/kvhash/internal/enginetest"
 	"github.com/kvhash/kvhash/router/indexer"
 	"github.com/kvhash/kvhash/router/ingest"
+	"github.com/kvhash/kvhash/router/internal/logtest"
 	"github.com/kvhash/kvhash/router/kvmock"
 )
 
 // startKVMock runs a kvmock engine in-process, publishing on loopback, and
-// keeps sending it fresh prompts (each a root store) until the test ends.
+// keeps sending it fresh two-block prompts (each a root store) until the
+// test ends.
 func startKVMock(t *testing.T, algo, seed string, unstable bool) string {
-	t.Helper()
-	cfg := kvmock.DefaultConfig()
-	cfg.NumBlocks, cfg.BlockSize, cfg.VocabSize, cfg.MaxModelLen, cfg.Speedup = 256, 4, 1000, 256, 1000
-	cfg.HashAlgo, cfg.HashSeed, cfg.Unstable = algo, seed, unstable
-	cfg.EventsEndpoint = "tcp://127.0.0.1:*"
-	cfg.StepInterval = time.Millisecond
-	s, err := kvmock.NewServer(cfg, slog.New(slog.DiscardHandler))
-	require.NoError(t, err)
-	ctx, cancel := context.WithCancel(context.Background())
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		for i := 0; ctx.Err() == nil; i++ {
-			prompt := make([]uint32, 8)
-			for j := range prompt {
-				prompt[j] = uint32((i*8 + j) % 1000)
-			}
-			_, _ = s.Engine.Generate(ctx, kvmock.GenRequest{Prompt: prompt, MaxTokens: 1}, func(kvmock.Token, kvmock.Timings) error { return nil })
-			select {
-			case <-ctx.Done():
-			case <-time.After(10 * time.Millisecond):
-			}
-		}
-	}()
-	t.Cleanup(func() {
-		cancel()
-		wg.Wait()
-		assert.NoError(t, s.Close())
-	})
-	return "tcp://" + s.Publisher.EventsAddr().String()
+	return enginetest.StartKVMock(t, enginetest.KVMock{HashAlgo: algo, HashSeed: seed, Unstable: unstable, BlockSize: 4, PromptBlocks: 2})
 }
 
 func TestLiveDoctorAgainstKVMock(t *testing.T) {
@@ -105,24 +76,6 @@ func TestLiveDoctorReportsNothingSeen(t *testing.T) {
 	require.ErrorContains(t, err, "unknown scheme")
 }
 
-// syncBuffer is a bytes.Buffer safe for the subscriber's goroutines.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // kvrouter's indexer behind a real subscriber, against kvmock --unstable:
 // unstable at its first stored event, with the fix logged, in warn mode
 // (still live) and enforce mode (quarantined).
@@ -130,7 +83,7 @@ func TestRouterFlagsUnstableKVMockInWarnAndEnforceMode(t *testing.T) {
 	for _, mode := range []core.Mode{core.ModeWarn, core.ModeEnforce} {
 		t.Run(mode.String(), func(t *testing.T) {
 			ep := startKVMock(t, "sha256_cbor", "vllm-none-hash", true)
-			logs := &syncBuffer{}
+			logs := &logtest.Buffer{}
 			ix, err := indexer.New(indexer.Options{BlockSize: 4, Mode: mode, Logger: slog.New(slog.NewJSONHandler(logs, nil))})
 			require.NoError(t, err)
 			_, err = ix.AddWorker(indexer.WorkerSpec{WorkerID: 7, Model: "kvmock", Endpoint: ep})
