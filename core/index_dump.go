@@ -1,50 +1,52 @@
 package core
 
 import (
+	"cmp"
 	"slices"
 )
 
 // dump writes the tree as router events that rebuild it when replayed
-// into an empty index: the same holders of the same nodes under the same
+// into an empty index: the same holders of the same blocks under the same
 // names, the same unnamed holds (ghosts), the same links, the same
-// detached nodes, the same known workers.
+// detached blocks, the same known workers.
 //
-// Each named (worker, node) pair is one store of one block under the
+// Each named (worker, block) pair is one store of one block under the
 // worker's name for the parent, in breadth-first order, as Dynamo dumps.
-// Removes do not cascade, so a worker may hold a node without holding its
+// Removes do not cascade, so a worker may hold a block without holding its
 // parent: its store then also passes through the missing ancestors under
 // temporary names, bridges, which the worker keeps for its later stores
 // below them and removes in one event at the end of the pass. A bridge is
-// made at most once per (worker, node), so the dump is linear in the
+// made at most once per (worker, block), so the dump is linear in the
 // tree's size: pairs plus at most one bridge per (worker, ancestor of a
-// node it holds), never a path per pair (issue 10, item 3).
+// block it holds), never a path per pair (issue 10, item 3).
 //
 // A pass writes one tree: first the tree under the root, then each
 // detached subtree under a temporary root child, whose bridges are
 // removed at the end of its pass (which detaches it again). Ghosts are
 // written at the end of their pass, deepest first, while the bridges
-// still stand: a store reaches the node, then reuses its name for a
-// temporary block, which leaves the node unnamed. Workers that hold
+// still stand: a store reaches the block, then reuses its name for a
+// temporary block, which leaves the block unnamed. Workers that hold
 // nothing are written as a "cleared" event so that they stay known.
 func (t *tree) dump() []RouterEvent {
-	d := dumper{t: t, bridges: map[uint64]uint64{}, bridgeRefs: map[uint32][]bridgeRef{}, taken: map[uint32]map[uint64]struct{}{}}
+	d := dumper{t: t, bridges: map[aliasKey]uint64{}, bridgeRefs: map[uint32][]bridgeRef{}, taken: map[uint32]map[uint64]struct{}{}}
 	for _, wi := range t.order {
 		if t.workers[wi].blocks() == 0 {
 			d.emit(wi, Event{Kind: EventCleared})
 		}
 	}
-	d.pass(rootNode)
-	for n := uint32(1); n < uint32(int(t.slots)); n++ {
-		nn := t.node(n)
-		if nn.flags&flagLive == 0 || nn.parent != noNode {
+	d.pass(rootRef)
+	for id := uint32(1); id < uint32(len(t.runs)); id++ {
+		r := &t.runs[id]
+		if r.flags&runLive == 0 || r.parent != noRun {
 			continue
 		}
+		top := r.first()
 		d.tmpLocal = 0
-		for t.child(rootNode, d.tmpLocal) != noNode {
+		for t.child(rootRef, d.tmpLocal) != noRef {
 			d.tmpLocal++
 		}
-		d.tmpWant = nn.external ^ 0x9e3779b97f4a7c15
-		d.pass(n)
+		d.tmpWant = t.extOf(top) ^ 0x9e3779b97f4a7c15
+		d.pass(top)
 	}
 	return d.out
 }
@@ -55,23 +57,26 @@ type dumper struct {
 	// local hash of the temporary root child standing in for a detached
 	// top's dropped parent, and the name its bridges try first
 	tmpLocal, tmpWant uint64
-	path              []uint32
+	path              []blockRef
 	holders           []uint32
 	ghosts            []ghostPair // of the current pass, breadth first
-	// bridges maps aliasKey(node, worker) to the worker's temporary name
-	// for a node it passes through (node noNode: the temporary root
-	// child); bridgeRefs lists them per worker, in the order made.
-	bridges    map[uint64]uint64
+	// bridges maps (block, worker) to the worker's temporary name for a
+	// block it passes through (block noRef: the temporary root child);
+	// bridgeRefs lists them per worker, in the order made.
+	bridges    map[aliasKey]uint64
 	bridgeRefs map[uint32][]bridgeRef
 	// taken holds each worker's temporary names of the current pass: no
 	// other temporary name of that worker may take them.
 	taken map[uint32]map[uint64]struct{}
 }
 
-type ghostPair struct{ wi, n uint32 }
+type ghostPair struct {
+	wi uint32
+	b  blockRef
+}
 
 type bridgeRef struct {
-	n    uint32
+	b    blockRef
 	name uint64
 }
 
@@ -84,56 +89,84 @@ func (d *dumper) emit(wi uint32, ev Event) {
 
 // pass writes the tree under top (the root, or a detached top with top
 // itself), then its ghosts, then removes its bridges.
-func (d *dumper) pass(top uint32) {
+func (d *dumper) pass(top blockRef) {
 	d.ghosts = d.ghosts[:0]
-	if top != rootNode {
-		d.node(top)
+	if top != rootRef {
+		d.block(top)
 	}
 	d.subtree(top)
 	for i := len(d.ghosts) - 1; i >= 0; i-- {
-		d.ghost(d.ghosts[i].wi, d.ghosts[i].n)
+		d.ghost(d.ghosts[i].wi, d.ghosts[i].b)
 	}
 	d.dropBridges()
 }
 
-// subtree writes every pair of the nodes below top, breadth first (top
+// subtree writes every pair of the blocks below top, breadth first (top
 // itself is written by the caller).
-func (d *dumper) subtree(top uint32) {
+func (d *dumper) subtree(top blockRef) {
 	t := d.t
-	queue := []uint32{top}
-	var kids []uint32
+	queue := []blockRef{top}
+	var kids []blockRef
 	for len(queue) > 0 {
-		n := queue[0]
+		b := queue[0]
 		queue = queue[1:]
-		kids = kids[:0]
-		for c := t.node(n).firstChild; c != noNode; c = t.node(c).next {
-			kids = append(kids, c)
-		}
-		slices.SortFunc(kids, func(a, b uint32) int {
-			la, lb := t.node(a).local, t.node(b).local
-			if la < lb {
-				return -1
-			}
-			if la > lb {
-				return 1
-			}
-			return 0
-		})
+		kids = t.appendChildren(kids[:0], b)
+		slices.SortFunc(kids, func(a, b blockRef) int { return cmp.Compare(t.localOf(a), t.localOf(b)) })
 		for _, c := range kids {
-			d.node(c)
+			d.block(c)
 			queue = append(queue, c)
 		}
 	}
 }
 
-// holdersOf returns n's holders in worker order, one naming the node
-// with its own external hash first (so the rebuilt node keeps it).
-func (d *dumper) holdersOf(n uint32) []uint32 {
+// appendChildren appends block b's children (b may be the root).
+func (t *tree) appendChildren(dst []blockRef, b blockRef) []blockRef {
+	id := rootRun
+	if b != rootRef {
+		var off uint32
+		id, off = t.runAt(b)
+		if off+1 < t.runs[id].len() {
+			return append(dst, b+1)
+		}
+	}
+	for c := t.runs[id].firstChild; c != noRun; c = t.runs[c].next {
+		dst = append(dst, t.runs[c].first())
+	}
+	return dst
+}
+
+// parentOf returns block b's parent: rootRef at the root, noRef for a
+// detached top.
+func (t *tree) parentOf(b blockRef) blockRef {
+	id, off := t.runAt(b)
+	if off > 0 {
+		return b - 1
+	}
+	switch p := t.runs[id].parent; p {
+	case rootRun:
+		return rootRef
+	case noRun:
+		return noRef
+	default:
+		return t.runs[p].last()
+	}
+}
+
+// holdersOf returns b's holders in worker order, one naming the block
+// with its own external hash first (so the rebuilt block keeps it).
+func (d *dumper) holdersOf(b blockRef) []uint32 {
 	t := d.t
-	d.holders = t.node(n).set.appendMembers(&t.bitsets, d.holders[:0])
+	id, off := t.runAt(b)
+	d.holders = d.holders[:0]
+	for _, h := range t.runs[id].holders {
+		if h.cut > off {
+			d.holders = append(d.holders, h.wi)
+		}
+	}
 	slices.SortFunc(d.holders, func(a, b uint32) int { return int(t.rank[a]) - int(t.rank[b]) })
+	ext := t.extOf(b)
 	for i, wi := range d.holders {
-		if !t.isGhost(wi, n) && t.name(n, wi) == t.node(n).external {
+		if !t.isGhost(wi, b) && t.name(b, wi) == ext {
 			copy(d.holders[1:i+1], d.holders[:i])
 			d.holders[0] = wi
 			break
@@ -142,43 +175,43 @@ func (d *dumper) holdersOf(n uint32) []uint32 {
 	return d.holders
 }
 
-// node writes every named holder of n and queues the unnamed ones.
-func (d *dumper) node(n uint32) {
-	for _, wi := range d.holdersOf(n) {
-		if d.t.isGhost(wi, n) {
-			d.ghosts = append(d.ghosts, ghostPair{wi, n})
+// block writes every named holder of b and queues the unnamed ones.
+func (d *dumper) block(b blockRef) {
+	for _, wi := range d.holdersOf(b) {
+		if d.t.isGhost(wi, b) {
+			d.ghosts = append(d.ghosts, ghostPair{wi, b})
 			continue
 		}
-		d.pair(wi, n)
+		d.pair(wi, b)
 	}
 }
 
-// pair writes one store making wi hold n under its name.
-func (d *dumper) pair(wi, n uint32) {
+// pair writes one store making wi hold b under its name.
+func (d *dumper) pair(wi uint32, b blockRef) {
 	t := d.t
-	parent, blocks := d.reach(wi, t.node(n).parent)
-	blocks = append(blocks, StoredBlock{BlockHash: t.name(n, wi), TokensHash: t.node(n).local})
+	parent, blocks := d.reach(wi, t.parentOf(b))
+	blocks = append(blocks, StoredBlock{BlockHash: t.name(b, wi), TokensHash: t.localOf(b)})
 	d.emit(wi, Event{Kind: EventStored, ParentHash: parent, Blocks: blocks})
 }
 
 // reach returns the parent name and the leading blocks of a store of wi
-// that ends at node from: under the nearest ancestor wi names or has a
+// that ends at block from: under the nearest ancestor wi names or has a
 // bridge to, through new bridges for those in between (and for the
 // temporary root child above a detached top). from may be the root.
-func (d *dumper) reach(wi, from uint32) (*uint64, []StoredBlock) {
+func (d *dumper) reach(wi uint32, from blockRef) (*uint64, []StoredBlock) {
 	t := d.t
-	d.path = d.path[:0] // nodes to bridge, bottom up
+	d.path = d.path[:0] // blocks to bridge, bottom up
 	var parent *uint64
-	for a := from; a != rootNode; a = t.node(a).parent {
-		if h, ok := d.bridges[aliasKey(a, wi)]; ok {
+	for a := from; a != rootRef; a = t.parentOf(a) {
+		if h, ok := d.bridges[aliasKey{a, wi}]; ok {
 			parent = &h
 			break
 		}
-		if a == noNode {
-			d.path = append(d.path, noNode)
+		if a == noRef {
+			d.path = append(d.path, noRef)
 			break
 		}
-		if t.node(a).set.has(&t.bitsets, wi) && !t.isGhost(wi, a) {
+		if t.holds(a, wi) && !t.isGhost(wi, a) {
 			h := t.name(a, wi)
 			parent = &h
 			break
@@ -189,18 +222,18 @@ func (d *dumper) reach(wi, from uint32) (*uint64, []StoredBlock) {
 	for i := len(d.path) - 1; i >= 0; i-- {
 		a := d.path[i]
 		local, want := d.tmpLocal, d.tmpWant
-		if a != noNode {
-			local, want = t.node(a).local, t.node(a).external
+		if a != noRef {
+			local, want = t.localOf(a), t.extOf(a)
 		}
 		h := d.tempName(wi, want)
-		d.bridges[aliasKey(a, wi)] = h
+		d.bridges[aliasKey{a, wi}] = h
 		d.bridgeRefs[wi] = append(d.bridgeRefs[wi], bridgeRef{a, h})
 		blocks = append(blocks, StoredBlock{BlockHash: h, TokensHash: local})
 	}
 	return parent, blocks
 }
 
-// tempName picks a name for wi that names none of its nodes and is none
+// tempName picks a name for wi that names none of its blocks and is none
 // of its temporary names of this pass, preferring want (so that no
 // mismatch is counted on replay).
 func (d *dumper) tempName(wi uint32, want uint64) uint64 {
@@ -222,20 +255,20 @@ func (d *dumper) tempName(wi uint32, want uint64) uint64 {
 	}
 }
 
-// ghost makes wi hold n without a name: it bridges to n (if no store did
-// already), stores a temporary block under n, then one under that
-// reusing n's bridge name, which leaves n unnamed, then removes both.
-func (d *dumper) ghost(wi, n uint32) {
+// ghost makes wi hold b without a name: it bridges to b (if no store did
+// already), stores a temporary block under b, then one under that
+// reusing b's bridge name, which leaves b unnamed, then removes both.
+func (d *dumper) ghost(wi uint32, b blockRef) {
 	t := d.t
-	key := aliasKey(n, wi)
+	key := aliasKey{b, wi}
 	if _, ok := d.bridges[key]; !ok {
-		parent, blocks := d.reach(wi, n)
+		parent, blocks := d.reach(wi, b)
 		d.emit(wi, Event{Kind: EventStored, ParentHash: parent, Blocks: blocks})
 	}
 	x := d.bridges[key]
 	delete(d.bridges, key)
-	free := uint64(0) // a local hash none of n's children has
-	for t.child(n, free) != noNode {
+	free := uint64(0) // a local hash none of b's children has
+	for t.child(b, free) != noRef {
 		free++
 	}
 	// Two stores: a block may not repeat its own store's parent hash.
@@ -255,7 +288,7 @@ func (d *dumper) dropBridges() {
 		}
 		var names []uint64
 		for _, r := range refs {
-			if h, ok := d.bridges[aliasKey(r.n, wi)]; ok && h == r.name {
+			if h, ok := d.bridges[aliasKey{r.b, wi}]; ok && h == r.name {
 				names = append(names, h)
 			}
 		}

@@ -1,109 +1,212 @@
 package core
 
-import "math/bits"
+import (
+	"math/bits"
+	"unsafe"
+)
 
-// nameTable maps a worker's external block hashes to node ids: the
-// per-worker lookup. It is an open-addressing table with linear probing
-// and backward-shift deletion: unlike a Go map it leaves no tombstones,
-// so the constant store/evict churn of an engine's cache never lengthens
-// its probes. A slot is 12 bytes with its key and value side by side, so
-// a probe touches one cache line, not one in a key array and another in
-// a value array: the first probe into a large table is a cache miss, and
-// the lookups of a store or an eviction are almost all first probes.
-type nameTable struct {
-	slots []nameSlot
-	count int
-	shift uint8 // 64 - log2(len(slots))
+// hashTable maps 64-bit keys to non-zero 64-bit values: a worker's names
+// (external hash -> block) and the children of wide branch points (local
+// hash -> run). It is laid out as a Swiss table (the design of Abseil's
+// flat_hash_map, of Rust's hashbrown, which Dynamo's index uses, and of Go's
+// own maps): slots in groups, each group with a word of control bytes
+// holding a 7-bit tag of each slot's hash, so that one word compare finds
+// the candidate slots of a key, or shows the key absent, without a branch
+// per slot. A group is seven slots and its control word: 128 bytes, two
+// cache lines exactly, so a lookup touches at most those two lines, which
+// a caller can prefetch (see homeAddr). Engines evict blocks as fast as they store them, so
+// deletion is O(1): a slot becomes empty when its group has an empty slot
+// (no probe ever passed through the group), else a tombstone, which
+// inserts reuse and rehashing clears.
+type hashTable struct {
+	groups []hashGroup // a power of two of them, or none
+	count  int         // entries
+	// growthLeft is how many inserts into empty slots the table takes
+	// before it must rehash (its load stays at most 7/8).
+	growthLeft int
+	shift      uint8 // 64 - log2(len(groups))
 }
 
-// nameSlot is one entry. The key is split in two halves so the slot
-// needs 4-byte alignment only (12 bytes, not 16: the table is the larger
-// part of the index's memory after the nodes).
-type nameSlot struct {
-	lo, hi uint32
-	v      uint32 // node id + 1; 0 marks an empty slot
+type hashGroup struct {
+	// ctrl has one byte per slot: ctrlEmpty, ctrlDeleted, or the slot's
+	// tag (a hash's low 7 bits); its top byte, which has no slot, is
+	// always ctrlDeleted, which no match below reports.
+	ctrl  uint64
+	slots [groupSlots]hashSlot
+	_     uint64
 }
 
-func (s *nameSlot) key() uint64 { return uint64(s.lo) | uint64(s.hi)<<32 }
+type hashSlot struct{ k, v uint64 }
 
-func (s *nameSlot) set(k uint64, v uint32) {
-	s.lo, s.hi, s.v = uint32(k), uint32(k>>32), v
-}
+const (
+	groupSlots = 7
+	// A slot's position ("at") is group<<slotShift | slot.
+	slotShift = 3
 
-// nameTableMin is the smallest capacity: small enough that the many
-// workers holding little cost little.
-const nameTableMin = 8
+	ctrlEmpty   = 0x80 // 1000 0000
+	ctrlDeleted = 0xfe // 1111 1110
 
-func (m *nameTable) len() int { return m.count }
+	bytesLSB = 0x0101010101010101
+	// slotsMSB is the high bit of each slot's control byte.
+	slotsMSB = 0x0080808080808080
+	// emptyCtrl is the control word of an empty group.
+	emptyCtrl = 0xfe80808080808080
+)
 
-// slot is where key k's probe starts. Keys are engines' hashes, but
-// nothing obliges an engine to send well-mixed ones (small integers are
-// common in tests and toy engines), so mix them first.
-func (m *nameTable) slot(k uint64) int {
+// hashOf scrambles a key. Keys are engines' hashes, but nothing obliges an
+// engine to send well-mixed ones (small integers are common in tests and
+// toy engines). Its top bits choose the group, its low 7 bits are the tag.
+func hashOf(k uint64) uint64 {
 	k ^= k >> 33
 	k *= 0xff51afd7ed558ccd
-	k ^= k >> 33
-	return int(k >> m.shift)
+	return k ^ k>>33
 }
 
-func (m *nameTable) get(k uint64) (uint32, bool) {
+// matchTag returns the bytes of ctrl equal to tag (< 0x80) as a mask of
+// their high bits. A byte just above a match may be reported too (the
+// word trick borrows), so callers compare the key.
+func matchTag(ctrl, tag uint64) uint64 {
+	x := ctrl ^ (bytesLSB * tag)
+	return (x - bytesLSB) &^ x & slotsMSB
+}
+
+// matchEmpty returns the empty bytes of ctrl: high bit set, bit 1 clear
+// (a deleted byte has both).
+func matchEmpty(ctrl uint64) uint64 { return ctrl &^ (ctrl << 6) & slotsMSB }
+
+// matchFree returns the empty or deleted bytes of ctrl.
+func matchFree(ctrl uint64) uint64 { return ctrl & slotsMSB }
+
+// matchFull returns the full bytes of ctrl.
+func matchFull(ctrl uint64) uint64 { return ^ctrl & slotsMSB }
+
+// firstByte returns the index of the lowest byte set in a match mask.
+func firstByte(m uint64) int { return bits.TrailingZeros64(m) >> 3 }
+
+func setCtrl(ctrl *uint64, i uint, b uint64) {
+	shift := uint(i) * 8
+	*ctrl = *ctrl&^(0xff<<shift) | b<<shift
+}
+
+// hashTableMinGroups is the smallest table: small enough that the many
+// workers holding little cost little.
+const hashTableMinGroups = 1
+
+func (m *hashTable) len() int { return m.count }
+
+func (m *hashTable) get(k uint64) (uint64, bool) {
 	v, ok, _ := m.find(k)
 	return v, ok
 }
 
-// find looks k up. When k is absent, at is the empty slot where a put of
-// k would go: insertAt puts it there without probing again, provided the
-// table did not change in between.
-func (m *nameTable) find(k uint64) (v uint32, ok bool, at int) {
-	if m.count == 0 {
+// find looks k up. at is its slot's position when found; when k is
+// absent it is the free slot where a put of k would go, which insertAt
+// takes without probing again, provided the table did not change in
+// between. The probe visits k's home group, then groups at triangular
+// steps, which reach every group of a power-of-two table; it ends at a
+// group with an empty slot.
+func (m *hashTable) find(k uint64) (v uint64, ok bool, at int) {
+	groups := m.groups
+	if len(groups) == 0 {
 		return 0, false, -1
 	}
-	mask := len(m.slots) - 1
-	for i := m.slot(k); ; i = (i + 1) & mask {
-		s := &m.slots[i]
-		if s.v == 0 {
-			return 0, false, i
+	h := hashOf(k)
+	tags := bytesLSB * (h & 0x7f)
+	mask := uint(len(groups) - 1)
+	g := uint(h>>m.shift) & mask
+	free := -1
+	for step := uint(1); ; step++ {
+		grp := &groups[g]
+		ctrl := grp.ctrl
+		x := ctrl ^ tags
+		for c := (x - bytesLSB) &^ x & slotsMSB; c != 0; c &= c - 1 {
+			// Only full slots can match (see matchTag): the key decides.
+			i := firstByte(c)
+			if i < groupSlots && grp.slots[i].k == k {
+				return grp.slots[i].v, true, int(g)<<slotShift | i
+			}
 		}
-		if s.key() == k {
-			return s.v - 1, true, i
+		if free < 0 {
+			if f := matchFree(ctrl); f != 0 {
+				free = int(g)<<slotShift | firstByte(f)
+			}
 		}
+		if matchEmpty(ctrl) != 0 {
+			return 0, false, free
+		}
+		g = (g + step) & mask
 	}
 }
 
-// insertAt puts k, absent, into the empty slot at that find returned for
+// prefetch4 starts fetching the home groups of four keys, both cache
+// lines of each (the table must not be empty): the first probe into a
+// large table is a miss, which a caller can start before it needs it.
+func (m *hashTable) prefetch4(k0, k1, k2, k3 uint64) {
+	var lines [8]unsafe.Pointer
+	for j, k := range [4]uint64{k0, k1, k2, k3} {
+		g := unsafe.Pointer(&m.groups[hashOf(k)>>m.shift])
+		lines[2*j], lines[2*j+1] = g, unsafe.Add(g, 64)
+	}
+	prefetch8(&lines)
+}
+
+// insertAt puts k, absent, into the free slot at that find returned for
 // it, reporting false (doing nothing) when the table must grow first or
 // at is not usable; the caller then uses put.
-func (m *nameTable) insertAt(at int, k uint64, v uint32) bool {
-	if at < 0 || 4*(m.count+1) > 3*len(m.slots) {
+func (m *hashTable) insertAt(at int, k, v uint64) bool {
+	if at < 0 {
 		return false
 	}
-	m.slots[at].set(k, v+1)
+	g := &m.groups[uint(at)>>slotShift]
+	i := uint(at) & (1<<slotShift - 1)
+	if g.ctrl>>(8*i)&0xff == ctrlEmpty {
+		if m.growthLeft == 0 {
+			return false
+		}
+		m.growthLeft--
+	}
+	setCtrl(&g.ctrl, i, hashOf(k)&0x7f)
+	g.slots[i] = hashSlot{k, v}
 	m.count++
 	return true
 }
 
-// put sets k to node v.
-func (m *nameTable) put(k uint64, v uint32) {
-	if 4*(m.count+1) > 3*len(m.slots) {
-		m.grow()
+// put sets k to v (v != 0).
+func (m *hashTable) put(k, v uint64) {
+	_, ok, at := m.find(k)
+	if ok {
+		m.groups[uint(at)>>slotShift].slots[uint(at)&(1<<slotShift-1)].v = v
+		return
 	}
-	mask := len(m.slots) - 1
-	for i := m.slot(k); ; i = (i + 1) & mask {
-		s := &m.slots[i]
-		if s.v == 0 {
-			s.set(k, v+1)
+	if !m.insertAt(at, k, v) {
+		m.rehash()
+		m.insertNew(k, v)
+	}
+}
+
+// insertNew puts k, known absent, into a table with room for it.
+func (m *hashTable) insertNew(k, v uint64) {
+	h := hashOf(k)
+	mask := uint(len(m.groups) - 1)
+	gi := uint(h>>m.shift) & mask
+	for step := uint(1); ; step++ {
+		g := &m.groups[gi]
+		gi = (gi + step) & mask
+		if f := matchFree(g.ctrl); f != 0 {
+			i := uint(firstByte(f))
+			if g.ctrl>>(8*i)&0xff == ctrlEmpty {
+				m.growthLeft--
+			}
+			setCtrl(&g.ctrl, i, h&0x7f)
+			g.slots[i] = hashSlot{k, v}
 			m.count++
-			return
-		}
-		if s.key() == k {
-			s.v = v + 1
 			return
 		}
 	}
 }
 
 // del removes k, reporting whether it was there.
-func (m *nameTable) del(k uint64) bool {
+func (m *hashTable) del(k uint64) bool {
 	_, ok, at := m.find(k)
 	if ok {
 		m.delAt(at)
@@ -111,51 +214,67 @@ func (m *nameTable) del(k uint64) bool {
 	return ok
 }
 
-// delAt removes the entry in slot i. The entries after it in its probe
-// run move back, so every probe still ends at an empty slot.
-func (m *nameTable) delAt(i int) {
-	mask := len(m.slots) - 1
-	for j := (i + 1) & mask; m.slots[j].v != 0; j = (j + 1) & mask {
-		// The entry at j may fill the hole at i if its home slot is not
-		// in the cyclic range (i, j].
-		home := m.slot(m.slots[j].key())
-		if (j > i && (home <= i || home > j)) || (j < i && home <= i && home > j) {
-			m.slots[i] = m.slots[j]
-			i = j
-		}
+// delAt removes the entry in slot at. A probe stops at a group with an
+// empty slot, so a slot of such a group can simply become empty; in a
+// full group it becomes a tombstone, which keeps probes going past it.
+func (m *hashTable) delAt(at int) {
+	g := &m.groups[uint(at)>>slotShift]
+	i := uint(at) & (1<<slotShift - 1)
+	g.slots[i] = hashSlot{}
+	if matchEmpty(g.ctrl) != 0 {
+		setCtrl(&g.ctrl, i, ctrlEmpty)
+		m.growthLeft++
+	} else {
+		setCtrl(&g.ctrl, i, ctrlDeleted)
 	}
-	m.slots[i] = nameSlot{}
 	m.count--
 }
 
-func (m *nameTable) grow() {
-	n := max(nameTableMin, 2*len(m.slots))
-	old := m.slots
-	m.slots = make([]nameSlot, n)
+// rehash makes room: at twice the size when the table is over half
+// full, else at the same size, which clears the tombstones.
+func (m *hashTable) rehash() {
+	n := max(hashTableMinGroups, len(m.groups))
+	if 2*m.count >= n*groupSlots*7/8 {
+		n = max(hashTableMinGroups, 2*len(m.groups))
+	}
+	old := m.groups
+	m.groups = make([]hashGroup, n)
+	for i := range m.groups {
+		m.groups[i].ctrl = emptyCtrl
+	}
 	m.shift = uint8(64 - bits.TrailingZeros(uint(n)))
 	m.count = 0
-	for i := range old {
-		if old[i].v != 0 {
-			m.put(old[i].key(), old[i].v-1)
+	m.growthLeft = n * groupSlots * 7 / 8
+	for gi := range old {
+		g := &old[gi]
+		for c := matchFull(g.ctrl); c != 0; c &= c - 1 {
+			s := &g.slots[firstByte(c)]
+			m.insertNew(s.k, s.v)
 		}
 	}
 }
 
-// each calls f for every entry; f must not change the table.
-func (m *nameTable) each(f func(k uint64, v uint32)) {
-	for i := range m.slots {
-		if s := &m.slots[i]; s.v != 0 {
-			f(s.key(), s.v-1)
+// each calls f for every entry, in slot order; f must not change the
+// table.
+func (m *hashTable) each(f func(k, v uint64)) {
+	for gi := range m.groups {
+		g := &m.groups[gi]
+		for c := matchFull(g.ctrl); c != 0; c &= c - 1 {
+			s := &g.slots[firstByte(c)]
+			f(s.k, s.v)
 		}
 	}
 }
 
 // reset empties the table, keeping its memory unless it is large.
-func (m *nameTable) reset() {
-	if len(m.slots) > 1024 {
-		*m = nameTable{}
+func (m *hashTable) reset() {
+	if len(m.groups) > 128 {
+		*m = hashTable{}
 		return
 	}
-	clear(m.slots)
+	for i := range m.groups {
+		m.groups[i] = hashGroup{ctrl: emptyCtrl}
+	}
 	m.count = 0
+	m.growthLeft = len(m.groups) * groupSlots * 7 / 8
 }

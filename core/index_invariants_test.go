@@ -2,74 +2,189 @@ package core
 
 import (
 	"fmt"
-	"math/bits"
 	"slices"
 )
 
-// checkInvariants verifies the index's internal consistency: the links
-// between nodes, the worker sets, the lookups and the aliases all
-// describe one forest, with no cycle, no empty node and no stale entry.
+// checkInvariants verifies the index's internal consistency: the runs,
+// their segments, their holders and links, the lookups and the aliases
+// all describe one forest, with no cycle, no empty run, no unheld block
+// and no stale entry.
 func checkInvariants(x *Index) error {
 	x.mu.RLock()
 	defer x.mu.RUnlock()
 	t := &x.t
+	if err := checkRuns(t); err != nil {
+		return err
+	}
+	if err := checkSegments(t); err != nil {
+		return err
+	}
+	return checkWorkers(t)
+}
+
+func checkRuns(t *tree) error {
 	free := 0
-	for n := t.free; n != noNode; n = t.node(n).next {
-		if t.node(n).flags&flagLive != 0 {
-			return fmt.Errorf("node %d is live and on the free list", n)
+	for id := t.runFree; id != noRun; id = t.runs[id].next {
+		if t.runs[id].flags&runLive != 0 {
+			return fmt.Errorf("run %d is live and on the free list", id)
 		}
-		if free++; free > int(t.slots) {
-			return fmt.Errorf("free list has a cycle")
+		if free++; free > len(t.runs) {
+			return fmt.Errorf("free run list has a cycle")
 		}
 	}
-	live := 0
-	for id := range int(t.slots) {
-		n := uint32(id)
-		nn := t.node(n)
-		if nn.flags&flagLive == 0 {
+	root := &t.runs[rootRun]
+	if root.flags&runLive == 0 || root.len() != 0 || len(root.holders) != 0 || root.parent != noRun {
+		return fmt.Errorf("root run is %+v", *root)
+	}
+	live, blocks := 0, uint64(0)
+	for i := range t.runs {
+		id := uint32(i)
+		r := &t.runs[id]
+		if r.flags&runLive == 0 {
 			continue
 		}
-		if n != rootNode {
-			live++
-			if err := checkSet(t, n); err != nil {
-				return err
-			}
+		if err := checkChildren(t, id); err != nil {
+			return err
 		}
-		if nn.parent != noNode {
-			if t.node(nn.parent).flags&flagLive == 0 {
-				return fmt.Errorf("node %d has a free parent", n)
-			}
-			if got := t.child(nn.parent, nn.local); got != n {
-				return fmt.Errorf("node %d is not its parent's child under %d (found %d)", n, nn.local, got)
-			}
+		if id == rootRun {
+			continue
 		}
-		steps := 0
-		for a := n; a != noNode; a = t.node(a).parent {
-			if steps++; steps > int(t.slots) {
-				return fmt.Errorf("node %d is on a cycle", n)
-			}
-		}
-		count, prev := 0, noNode
-		for c := nn.firstChild; c != noNode; c = t.node(c).next {
-			cn := t.node(c)
-			if cn.parent != n || cn.prev != prev {
-				return fmt.Errorf("child %d of %d has parent %d, prev %d (want %d)", c, n, cn.parent, cn.prev, prev)
-			}
-			prev = c
-			if count++; count > int(t.slots) {
-				return fmt.Errorf("sibling list of %d has a cycle", n)
-			}
-		}
-		if nn.childMap == 0 && int(nn.kids) != count {
-			return fmt.Errorf("node %d: counts %d children, list %d", n, nn.kids, count)
-		}
-		if nn.childMap != 0 && len(t.childMaps[nn.childMap]) != count {
-			return fmt.Errorf("node %d: child map has %d entries, list %d", n, len(t.childMaps[nn.childMap]), count)
+		live++
+		blocks += uint64(r.len())
+		if err := checkRun(t, id); err != nil {
+			return err
 		}
 	}
-	if uint64(live) != t.live || live+free+1 != int(t.slots) {
-		return fmt.Errorf("live %d (counted %d), free %d, slots %d", t.live, live, free, int(t.slots))
+	if uint64(blocks) != t.live {
+		return fmt.Errorf("the tree counts %d blocks, its runs hold %d", t.live, blocks)
 	}
+	if live+free+1 != len(t.runs) {
+		return fmt.Errorf("%d live runs, %d free, %d in all", live, free, len(t.runs))
+	}
+	return nil
+}
+
+// checkRun verifies one run: its place in its segment, its key, its
+// holders (sorted, prefixes, the longest its length) and its parent link.
+func checkRun(t *tree, id uint32) error {
+	r := &t.runs[id]
+	if r.seg == 0 || int(r.seg) >= len(t.segs) {
+		return fmt.Errorf("run %d is in segment %d of %d", id, r.seg, len(t.segs))
+	}
+	s := &t.segs[r.seg]
+	if r.lo >= r.hi || r.lo < s.base || r.hi > s.end() {
+		return fmt.Errorf("run %d covers [%d, %d) of a segment holding [%d, %d)", id, r.lo, r.hi, s.base, s.end())
+	}
+	if !slices.Contains(s.runs, segRun{r.lo, id}) {
+		return fmt.Errorf("run %d is not listed by its segment %d at %d", id, r.seg, r.lo)
+	}
+	if r.key != t.localOf(r.first()) {
+		return fmt.Errorf("run %d has key %d, its first block local %d", id, r.key, t.localOf(r.first()))
+	}
+	if len(r.holders) == 0 {
+		return fmt.Errorf("run %d is live with no holder", id)
+	}
+	longest := uint32(0)
+	for i, h := range r.holders {
+		if i > 0 && r.holders[i-1].wi >= h.wi {
+			return fmt.Errorf("run %d: holders %v not sorted", id, r.holders)
+		}
+		if h.cut == 0 || h.cut > r.len() {
+			return fmt.Errorf("run %d of %d blocks: holder %d holds %d", id, r.len(), h.wi, h.cut)
+		}
+		if int(h.wi) >= len(t.workers) || !t.workers[h.wi].live {
+			return fmt.Errorf("run %d is held by dead worker %d", id, h.wi)
+		}
+		longest = max(longest, h.cut)
+	}
+	if longest != r.len() {
+		return fmt.Errorf("run %d has %d blocks, its holders hold %d", id, r.len(), longest)
+	}
+	if r.parent != noRun {
+		if int(r.parent) >= len(t.runs) || t.runs[r.parent].flags&runLive == 0 {
+			return fmt.Errorf("run %d has a free parent %d", id, r.parent)
+		}
+		if got := t.childRun(r.parent, r.key); got != id {
+			return fmt.Errorf("run %d is not its parent %d's child under %d (found %d)", id, r.parent, r.key, got)
+		}
+	}
+	steps := 0
+	for a := id; a != noRun; a = t.runs[a].parent {
+		if steps++; steps > len(t.runs) {
+			return fmt.Errorf("run %d is on a cycle", id)
+		}
+	}
+	return nil
+}
+
+// checkChildren verifies a run's sibling list against the children's
+// parent links, its child count and its child map.
+func checkChildren(t *tree, id uint32) error {
+	r := &t.runs[id]
+	count, prev := 0, noRun
+	for c := r.firstChild; c != noRun; c = t.runs[c].next {
+		cr := &t.runs[c]
+		if cr.flags&runLive == 0 || cr.parent != id || cr.prev != prev {
+			return fmt.Errorf("child %d of %d has parent %d, prev %d (want %d)", c, id, cr.parent, cr.prev, prev)
+		}
+		prev = c
+		if count++; count > len(t.runs) {
+			return fmt.Errorf("sibling list of %d has a cycle", id)
+		}
+	}
+	if r.childMap == 0 && int(r.kids) != count {
+		return fmt.Errorf("run %d: counts %d children, list %d", id, r.kids, count)
+	}
+	if r.childMap != 0 {
+		m := &t.childMaps[r.childMap]
+		if m.len() != count {
+			return fmt.Errorf("run %d: child map has %d entries, list %d", id, m.len(), count)
+		}
+		if err := checkHashTable(m); err != nil {
+			return fmt.Errorf("run %d's child map: %w", id, err)
+		}
+	}
+	return nil
+}
+
+// checkSegments verifies that each segment lists its runs in order,
+// without overlap, and that free segments hold nothing.
+func checkSegments(t *tree) error {
+	free := map[uint32]bool{}
+	for _, sid := range t.freeSegs {
+		if free[sid] || sid == 0 {
+			return fmt.Errorf("segment %d is free twice (or is 0)", sid)
+		}
+		free[sid] = true
+	}
+	for i := 1; i < len(t.segs); i++ {
+		sid := uint32(i)
+		s := &t.segs[sid]
+		if len(s.locals) != len(s.exts) {
+			return fmt.Errorf("segment %d has %d locals, %d externals", sid, len(s.locals), len(s.exts))
+		}
+		if free[sid] != (len(s.runs) == 0) {
+			return fmt.Errorf("segment %d: free %v, runs %v", sid, free[sid], s.runs)
+		}
+		end := uint32(0)
+		for j, e := range s.runs {
+			r := &t.runs[e.id]
+			if r.flags&runLive == 0 || r.seg != sid || r.lo != e.lo {
+				return fmt.Errorf("segment %d lists run %d at %d, which is %+v", sid, e.id, e.lo, *r)
+			}
+			if j > 0 && e.lo < end {
+				return fmt.Errorf("segment %d: run %d at %d overlaps the run before (to %d)", sid, e.id, e.lo, end)
+			}
+			end = r.hi
+		}
+	}
+	return nil
+}
+
+// checkWorkers verifies every worker's names and ghosts against the
+// runs' holders: each block a worker holds is named by exactly one of its
+// names or held unnamed, never both; and the aliases.
+func checkWorkers(t *tree) error {
 	workers := 0
 	for wi := range t.workers {
 		ws := &t.workers[wi]
@@ -81,24 +196,25 @@ func checkInvariants(x *Index) error {
 			return fmt.Errorf("worker %v is not interned as %d", ws.w, wi)
 		}
 		var err error
-		ws.lookup.each(func(h uint64, n uint32) {
+		ws.lookup.each(func(h, v uint64) {
+			b := blockRef(v)
 			switch {
 			case err != nil:
-			case t.node(n).flags&flagLive == 0 || !t.node(n).set.has(&t.bitsets, uint32(wi)):
-				err = fmt.Errorf("%v names %d node %d, which it does not hold", ws.w, h, n)
-			case t.name(n, uint32(wi)) != h:
-				err = fmt.Errorf("%v names node %d %d in its lookup, %d in the node", ws.w, n, h, t.name(n, uint32(wi)))
+			case !liveBlock(t, b) || !t.holds(b, uint32(wi)):
+				err = fmt.Errorf("%v names %d block %x, which it does not hold", ws.w, h, b)
+			case t.name(b, uint32(wi)) != h:
+				err = fmt.Errorf("%v names block %x %d in its lookup, %d in the tree", ws.w, b, h, t.name(b, uint32(wi)))
 			}
 		})
 		if err != nil {
 			return err
 		}
-		for n := range ws.ghosts {
-			if t.node(n).flags&flagLive == 0 || !t.node(n).set.has(&t.bitsets, uint32(wi)) {
-				return fmt.Errorf("%v holds node %d unnamed, but the node does not list it", ws.w, n)
+		for b := range ws.ghosts {
+			if !liveBlock(t, b) || !t.holds(b, uint32(wi)) {
+				return fmt.Errorf("%v holds block %x unnamed, but its run does not list it", ws.w, b)
 			}
 		}
-		if err := checkNameTable(&ws.lookup); err != nil {
+		if err := checkHashTable(&ws.lookup); err != nil {
 			return fmt.Errorf("%v: %w", ws.w, err)
 		}
 	}
@@ -108,69 +224,83 @@ func checkInvariants(x *Index) error {
 	if !slices.IsSortedFunc(t.order, func(a, b uint32) int { return t.workers[a].w.Compare(t.workers[b].w) }) {
 		return fmt.Errorf("worker order is not sorted")
 	}
-	for k, h := range t.aliases {
-		n, wi := uint32(k>>32), uint32(k)
-		nn := t.node(n)
-		if nn.flags&flagAlias == 0 || !nn.set.has(&t.bitsets, wi) || h == nn.external {
-			return fmt.Errorf("stale alias %d of worker %d for node %d", h, wi, n)
-		}
-	}
-	return nil
-}
-
-// checkSet verifies node n's worker set: members sorted (inline) or
-// counted (bitset), every member a live worker whose lookup names n or
-// that holds n unnamed (a ghost), not both.
-func checkSet(t *tree, n uint32) error {
-	s := t.node(n).set
-	if s.n == 0 {
-		return fmt.Errorf("node %d is live with no worker", n)
-	}
-	members := s.appendMembers(&t.bitsets, nil)
-	if len(members) != int(s.n) || !slices.IsSorted(members) {
-		return fmt.Errorf("node %d: set of %d has members %v", n, s.n, members)
-	}
-	if s.n > 3 {
-		c := 0
-		for _, w := range s.bitset(&t.bitsets) {
-			c += bits.OnesCount64(w)
-		}
-		if c != int(s.n) {
-			return fmt.Errorf("node %d: bitset has %d bits for %d members", n, c, s.n)
-		}
-	}
-	for _, wi := range members {
-		if int(wi) >= len(t.workers) || !t.workers[wi].live {
-			return fmt.Errorf("node %d is held by dead worker %d", n, wi)
-		}
-		got, named := t.workers[wi].lookup.get(t.name(n, wi))
-		named = named && got == n
-		if named == t.isGhost(wi, n) {
-			return fmt.Errorf("node %d: holder %v names it %v, holds it unnamed %v (want exactly one)", n, t.workers[wi].w, named, t.isGhost(wi, n))
-		}
-	}
-	return nil
-}
-
-// checkNameTable verifies a lookup table: its count, its load, and that
-// every key is found from its home slot without crossing an empty slot.
-func checkNameTable(m *nameTable) error {
-	n := 0
-	for i := range m.slots {
-		if m.slots[i].v == 0 {
+	// Every held block, named exactly once or unnamed.
+	for i := 1; i < len(t.runs); i++ {
+		r := &t.runs[i]
+		if r.flags&runLive == 0 {
 			continue
 		}
-		n++
-		mask := len(m.slots) - 1
-		k := m.slots[i].key()
-		for j := m.slot(k); j != i; j = (j + 1) & mask {
-			if m.slots[j].v == 0 {
-				return fmt.Errorf("key %d at slot %d is cut off from its home slot by empty slot %d", k, i, j)
+		for _, h := range r.holders {
+			for off := range h.cut {
+				b := mkRef(r.seg, r.lo+off)
+				got, named := t.workers[h.wi].lookup.get(t.name(b, h.wi))
+				named = named && blockRef(got) == b
+				if named == t.isGhost(h.wi, b) {
+					return fmt.Errorf("block %x: holder %v names it %v, holds it unnamed %v (want exactly one)", b, t.workers[h.wi].w, named, t.isGhost(h.wi, b))
+				}
 			}
 		}
 	}
-	if n != m.count || 4*n > 3*len(m.slots) {
-		return fmt.Errorf("table counts %d, holds %d in %d slots", m.count, n, len(m.slots))
+	for k, h := range t.aliases {
+		if !liveBlock(t, k.b) {
+			return fmt.Errorf("alias %d of worker %d for dead block %x", h, k.wi, k.b)
+		}
+		id, _ := t.runAt(k.b)
+		if t.runs[id].flags&runAlias == 0 || !t.holds(k.b, k.wi) || h == t.extOf(k.b) {
+			return fmt.Errorf("stale alias %d of worker %d for block %x", h, k.wi, k.b)
+		}
+	}
+	return nil
+}
+
+// liveBlock reports whether b is a block of a live run.
+func liveBlock(t *tree, b blockRef) bool {
+	if b.seg() == 0 || int(b.seg()) >= len(t.segs) || len(t.segs[b.seg()].runs) == 0 {
+		return false
+	}
+	s := &t.segs[b.seg()]
+	if b.pos() < s.runs[0].lo {
+		return false
+	}
+	id, off := t.runAt(b)
+	return off < t.runs[id].len()
+}
+
+// checkHashTable verifies a table: its counts (entries, tombstones and
+// room left agree, the load stays at most 7/8), each full slot's tag,
+// and that every key is found where it is.
+func checkHashTable(m *hashTable) error {
+	n, tombs := 0, 0
+	for gi := range m.groups {
+		g := &m.groups[gi]
+		if g.ctrl>>56 != ctrlDeleted {
+			return fmt.Errorf("group %d's spare control byte is %#x", gi, g.ctrl>>56)
+		}
+		for i := range groupSlots {
+			switch c := g.ctrl >> (8 * i) & 0xff; {
+			case c == ctrlEmpty:
+			case c == ctrlDeleted:
+				tombs++
+			case c < 0x80:
+				n++
+				k := g.slots[i].k
+				if c != hashOf(k)&0x7f {
+					return fmt.Errorf("key %d in group %d slot %d has tag %#x, want %#x", k, gi, i, c, hashOf(k)&0x7f)
+				}
+				if _, ok, at := m.find(k); !ok || at != gi<<slotShift|i {
+					return fmt.Errorf("key %d in group %d slot %d is found %v at %d", k, gi, i, ok, at)
+				}
+				if g.slots[i].v == 0 {
+					return fmt.Errorf("key %d has value 0", k)
+				}
+			default:
+				return fmt.Errorf("group %d slot %d has control byte %#x", gi, i, c)
+			}
+		}
+	}
+	slots := len(m.groups) * groupSlots
+	if n != m.count || m.growthLeft != slots*7/8-n-tombs || m.growthLeft < 0 {
+		return fmt.Errorf("table counts %d entries and room for %d, holds %d and %d tombstones in %d slots", m.count, m.growthLeft, n, tombs, slots)
 	}
 	return nil
 }

@@ -1,7 +1,6 @@
 package core
 
 import (
-	"math/bits"
 	"slices"
 	"sync/atomic"
 )
@@ -9,8 +8,7 @@ import (
 // matchScratch is one reader's reusable memory, so that a match
 // allocates nothing once warm.
 type matchScratch struct {
-	active  []uint64 // bitset of workers still matching
-	small   []uint32 // the same, as a list, once at most three remain
+	active  []uint32 // workers still matching, ascending
 	scored  []scored // workers with their final scores
 	byIndex []uint32 // score by worker index, for output in worker order
 }
@@ -50,156 +48,82 @@ func (s *scratchSlots) put(k int) {
 
 type scored struct{ wi, score uint32 }
 
-// appendMatches walks the query from the root. The workers holding the
-// first block start active; at each next block the active set is
-// intersected with the block's holders, and a worker that drops out
-// scores the depth reached. Sets of more than three workers intersect as
-// bitsets, smaller ones as lists.
+// appendMatches walks the query from the root, a run at a time. The
+// holders of the first run start active. In each run the query is
+// compared with the run's local hashes as one array; then the active
+// workers are merged with the run's holders (both sorted): one that holds
+// the whole run, when the query covers it, goes on to the next run, the
+// others score the depth at which they stop holding (or the query stops
+// matching).
 //
 // With earlyExit the walk does what Dynamo 1.6.1's does (found with its
 // wheel): once a single worker is left it goes on counting that worker's
-// blocks along the query, and stops only at a node with more than one
-// child, where it scores the depth reached.
+// blocks along the query, and stops only at a block with more than one
+// child, where it scores the depth reached. Only a run's last block can
+// have more than one child.
 func (t *tree) appendMatches(dst []Match, q []uint64, earlyExit bool, sc *matchScratch) []Match {
-	cur := t.child(rootNode, q[0])
-	if cur == noNode {
+	id := t.childRun(rootRun, q[0])
+	if id == noRun {
 		return dst
 	}
 	sc.scored = sc.scored[:0]
-	set := t.node(cur).set
-	depth := uint32(1)
-	useBits := set.n > 3
-	var count uint32
-	if useBits {
-		sc.active = append(sc.active[:0], set.bitset(&t.bitsets)...)
-		count = set.n
-	} else {
-		sc.small = append(sc.small[:0], set.w[:set.n]...)
-		count = set.n
+	sc.active = sc.active[:0]
+	for _, h := range t.runs[id].holders {
+		sc.active = append(sc.active, h.wi)
 	}
-	for int(depth) < len(q) {
-		if count == 1 && !useBits && !earlyExit {
-			// One worker left: the common case of a prompt cached on the
-			// worker it was routed to. Follow its chain without the set
-			// bookkeeping.
-			depth = t.followOne(q, depth, cur, sc.small[0])
-			break
-		}
-		if earlyExit && count == 1 && t.branches(cur) {
-			break
-		}
-		next := t.child(cur, q[depth])
-		if next == noNode {
-			break
-		}
-		ns := t.node(next).set
-		switch {
-		case !useBits:
-			kept := sc.small[:0]
-			for _, wi := range sc.small {
-				if ns.has(&t.bitsets, wi) {
-					kept = append(kept, wi)
-				} else {
-					sc.scored = append(sc.scored, scored{wi, depth})
-				}
+	d := uint32(0) // query blocks before the run
+	for {
+		r := &t.runs[id]
+		n := r.len()
+		// The run's first block matched its key; count the rest.
+		k := 1 + uint32(commonPrefix(q[d+1:], t.locals(r)[1:]))
+		whole := k == n
+		kept := sc.active[:0]
+		j := 0
+		for _, wi := range sc.active {
+			for j < len(r.holders) && r.holders[j].wi < wi {
+				j++
 			}
-			sc.small = kept
-			count = uint32(len(kept))
-		case ns.n > 3:
-			nb := ns.bitset(&t.bitsets)
-			for j, a := range sc.active {
-				var b uint64
-				if j < len(nb) {
-					b = nb[j]
-				}
-				if drop := a &^ b; drop != 0 {
-					count -= uint32(bits.OnesCount64(drop))
-					for ; drop != 0; drop &= drop - 1 {
-						sc.scored = append(sc.scored, scored{uint32(j<<6 | bits.TrailingZeros64(drop)), depth})
-					}
-					sc.active[j] = a & b
-				}
+			c := uint32(0)
+			if j < len(r.holders) && r.holders[j].wi == wi {
+				c = r.holders[j].cut
 			}
-		default:
-			// Fewer than four holders: continue with a list.
-			sc.small = sc.small[:0]
-			for j, a := range sc.active {
-				for ; a != 0; a &= a - 1 {
-					wi := uint32(j<<6 | bits.TrailingZeros64(a))
-					if ns.has(&t.bitsets, wi) {
-						sc.small = append(sc.small, wi)
-					} else {
-						sc.scored = append(sc.scored, scored{wi, depth})
-					}
-				}
+			if whole && c == n {
+				kept = append(kept, wi)
+			} else {
+				sc.scored = append(sc.scored, scored{wi, d + min(c, k)})
 			}
-			useBits = false
-			count = uint32(len(sc.small))
 		}
-		if count == 0 {
+		sc.active = kept
+		d += n
+		if len(kept) == 0 || int(d) == len(q) || earlyExit && len(kept) == 1 && t.branches(id) {
 			break
 		}
-		depth++
-		cur = next
+		if id = t.childRun(id, q[d]); id == noRun {
+			break
+		}
 	}
-	if useBits {
-		for j, a := range sc.active {
-			for ; a != 0; a &= a - 1 {
-				sc.scored = append(sc.scored, scored{uint32(j<<6 | bits.TrailingZeros64(a)), depth})
-			}
-		}
-	} else {
-		for _, wi := range sc.small {
-			sc.scored = append(sc.scored, scored{wi, depth})
-		}
+	for _, wi := range sc.active {
+		sc.scored = append(sc.scored, scored{wi, d})
 	}
 	return t.appendScored(dst, sc)
 }
 
-// followOne walks on from node cur at depth along q while worker wi holds
-// the next block, returning the depth reached. It is the match's inner
-// loop for long prompts (thousands of blocks), so the child lookup and
-// the membership test are written out here: a chain node has one child,
-// found with one compare, and a lone worker is most often its only holder.
-func (t *tree) followOne(q []uint64, depth uint32, cur, wi uint32) uint32 {
-	// Node pointers are stable here: readers hold the read lock, so no
-	// node page moves or is added while the walk runs. The node found as
-	// the child is the next step's parent: one node load per block.
-	cn := t.node(cur)
-	for ; int(depth) < len(q); depth++ {
-		h := q[depth]
-		var next *node
-		if cn.childMap != 0 {
-			c, ok := t.childMaps[cn.childMap][h]
-			if !ok {
-				break
-			}
-			next = t.node(c)
-		} else {
-			for c := cn.firstChild; c != noNode; {
-				n := t.node(c)
-				if n.local == h {
-					next = n
-					break
-				}
-				c = n.next
-			}
-			if next == nil {
-				break
-			}
-		}
-		if s := &next.set; !(s.n == 1 && s.w[0] == wi) && !s.has(&t.bitsets, wi) {
+// commonPrefix returns how many leading elements a and b share. It
+// compares four at a time: a run is often hundreds of blocks long.
+func commonPrefix(a, b []uint64) int {
+	n := min(len(a), len(b))
+	a, b = a[:n], b[:n]
+	i := 0
+	for ; i+4 <= n; i += 4 {
+		if (a[i]^b[i])|(a[i+1]^b[i+1])|(a[i+2]^b[i+2])|(a[i+3]^b[i+3]) != 0 {
 			break
 		}
-		cn = next
 	}
-	return depth
-}
-
-// branches reports whether node n has more than one child.
-func (t *tree) branches(n uint32) bool {
-	c := t.node(n).firstChild
-	return c != noNode && t.node(c).next != noNode
+	for i < n && a[i] == b[i] {
+		i++
+	}
+	return i
 }
 
 // appendScored appends the scored workers to dst in Worker order: by

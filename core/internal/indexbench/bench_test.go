@@ -253,3 +253,25 @@ func BenchmarkStreamJSON(b *testing.B) {
 	b.ReportMetric(float64(decode.Nanoseconds())/float64(b.N), "decode-ns/op")
 	b.ReportMetric(float64(apply.Nanoseconds())/float64(b.N), "apply-ns/op")
 }
+
+// BenchmarkStreamReplay replays a whole stream (events and routing
+// queries) into a fresh index per iteration, as indexstream replay does:
+// the loop to profile for applying (-cpuprofile). Skipped without -stream.
+func BenchmarkStreamReplay(b *testing.B) {
+	if *streamFlag == "" {
+		b.Skip("no -stream FILE")
+	}
+	s, err := ReadStreamFile(*streamFlag)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ResetTimer()
+	for range b.N {
+		res, err := ReplayStream(s)
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.ReportMetric(float64(res.BlockOps)/float64(res.IndexNanos)*1e3, "Mblock-ops/s")
+		b.ReportMetric(float64(res.ApplyBlocks)/float64(res.ApplyNanos)*1e3, "Mapply-blk/s")
+	}
+}

@@ -1,0 +1,493 @@
+package core
+
+import "slices"
+
+// The tree is path-compressed. A run is one node of it: a chain of blocks
+// in which every block but the last has exactly one child, the next block
+// of the run; the runs below a run hang off its last block. Its blocks'
+// local and external hashes lie side by side in a segment, so matching a
+// prompt against a run is one tight compare of two arrays, and a store of
+// a long prompt writes two arrays instead of linking a node per block.
+//
+// Who holds a run's blocks is kept per run, not per block: each holder
+// holds a prefix of the run, [0, cut). A worker always stores a block
+// under one it holds, and engines evict a prompt's tail before its prefix,
+// so prefixes are what workers hold; a removal that would leave a hole in
+// a worker's prefix splits the run there instead. The run's length is its
+// largest cut: its last block is always held.
+//
+// A block is named by a blockRef: its segment and its position there.
+// Splitting a run leaves its blocks where they are (the two runs share the
+// segment), so a ref stays valid for the block's whole life, and the
+// worker name tables, ghosts and aliases, which hold refs, never need
+// updating when the tree's shape changes.
+
+// blockRef is a block's segment (high 32 bits, never 0) and position.
+type blockRef uint64
+
+const (
+	// rootRef stands for the root, which holds no block; no name table
+	// or ghost ever holds it.
+	rootRef blockRef = 0
+	// noRef is "no block".
+	noRef blockRef = ^blockRef(0)
+)
+
+func mkRef(seg, pos uint32) blockRef { return blockRef(seg)<<32 | blockRef(pos) }
+
+func (b blockRef) seg() uint32 { return uint32(b >> 32) }
+func (b blockRef) pos() uint32 { return uint32(b) }
+
+// segment is the storage of one or more runs: the blocks of a store, and
+// those appended to it later, at consecutive positions.
+type blockSegment struct {
+	base   uint32   // position of locals[0] and exts[0]
+	locals []uint64 // local hashes by position - base
+	exts   []uint64 // external hashes: the name of the first worker that stored the block
+	// runs lists the runs over this segment by position: each covers
+	// [lo, runs[id].hi), in order, without overlap. Dead blocks may lie
+	// between them.
+	runs []segRun
+}
+
+type segRun struct{ lo, id uint32 }
+
+// end is the position after the segment's last stored block.
+func (s *blockSegment) end() uint32 { return s.base + uint32(len(s.locals)) }
+
+const (
+	rootRun uint32 = 0
+	noRun   uint32 = ^uint32(0)
+
+	// childMapMin is the child count above which a run indexes its
+	// children in a hash table rather than scanning its sibling list.
+	childMapMin = 8
+)
+
+// Run flags.
+const (
+	// runAlias: some holder names some block of the run with an
+	// external hash other than the block's own (see tree.aliases).
+	runAlias uint8 = 1 << iota
+	// runLive: the run is in use (not on the free list).
+	runLive
+)
+
+// holder is a worker holding the first cut blocks of a run.
+type holder struct{ wi, cut uint32 }
+
+type run struct {
+	key    uint64 // local hash of the first block: the run's key under its parent
+	seg    uint32
+	lo, hi uint32 // its blocks are at positions [lo, hi) of seg
+	// parent is the run whose last block is this run's first block's
+	// parent: rootRun at the root, noRun for a detached run (its first
+	// block's parent was dropped) or a free one.
+	parent     uint32
+	firstChild uint32
+	next, prev uint32 // siblings; next links the free list too
+	childMap   uint32 // 0: none; else index into tree.childMaps
+	kids       uint16 // children, while childMap is 0
+	flags      uint8
+	holders    []holder // sorted by worker index; cuts in [1, len], the largest len
+}
+
+func (r *run) len() uint32 { return r.hi - r.lo }
+
+// holderIndex returns the index of worker wi in r.holders, or -1.
+func (r *run) holderIndex(wi uint32) int {
+	hs := r.holders
+	if len(hs) <= 8 {
+		for i := range hs {
+			if hs[i].wi == wi {
+				return i
+			}
+		}
+		return -1
+	}
+	i, ok := slices.BinarySearchFunc(hs, wi, func(h holder, wi uint32) int { return int(h.wi) - int(wi) })
+	if !ok {
+		return -1
+	}
+	return i
+}
+
+// cut returns how many of r's blocks worker wi holds (a prefix).
+func (r *run) cut(wi uint32) uint32 {
+	if i := r.holderIndex(wi); i >= 0 {
+		return r.holders[i].cut
+	}
+	return 0
+}
+
+// setCut makes worker wi hold r's first c blocks (none: c == 0).
+func (r *run) setCut(wi, c uint32) {
+	i, found := slices.BinarySearchFunc(r.holders, wi, func(h holder, wi uint32) int { return int(h.wi) - int(wi) })
+	switch {
+	case found && c == 0:
+		r.holders = slices.Delete(r.holders, i, i+1)
+	case found:
+		r.holders[i].cut = c
+	case c > 0:
+		r.holders = slices.Insert(r.holders, i, holder{wi, c})
+	}
+}
+
+// maxCut is the largest cut: the run's length, unless a holder just let
+// go of its last block.
+func (r *run) maxCut() uint32 {
+	m := uint32(0)
+	for _, h := range r.holders {
+		m = max(m, h.cut)
+	}
+	return m
+}
+
+// locals returns the local hashes of r's blocks.
+func (t *tree) locals(r *run) []uint64 {
+	s := &t.segs[r.seg]
+	return s.locals[r.lo-s.base : r.hi-s.base]
+}
+
+func (t *tree) localOf(b blockRef) uint64 {
+	s := &t.segs[b.seg()]
+	return s.locals[b.pos()-s.base]
+}
+
+func (t *tree) extOf(b blockRef) uint64 {
+	s := &t.segs[b.seg()]
+	return s.exts[b.pos()-s.base]
+}
+
+// runAt returns the run holding block b and b's offset in it.
+func (t *tree) runAt(b blockRef) (id, off uint32) {
+	dir := t.segs[b.seg()].runs
+	p := b.pos()
+	if len(dir) == 1 {
+		return dir[0].id, p - dir[0].lo
+	}
+	i, found := slices.BinarySearchFunc(dir, p, func(e segRun, p uint32) int { return int(e.lo) - int(p) })
+	if !found {
+		i--
+	}
+	return dir[i].id, p - dir[i].lo
+}
+
+// first and last return the refs of r's first and last blocks.
+func (r *run) first() blockRef { return mkRef(r.seg, r.lo) }
+func (r *run) last() blockRef  { return mkRef(r.seg, r.hi-1) }
+
+// newSegment returns a new empty segment with room for n blocks.
+func (t *tree) newSegment(n int) uint32 {
+	var id uint32
+	if k := len(t.freeSegs); k > 0 {
+		id = t.freeSegs[k-1]
+		t.freeSegs = t.freeSegs[:k-1]
+	} else {
+		t.segs = append(t.segs, blockSegment{})
+		id = uint32(len(t.segs) - 1)
+	}
+	a := t.pool.get(n)
+	t.segs[id] = blockSegment{locals: a.locals, exts: a.exts}
+	return id
+}
+
+// newRun takes a run from the free list or the end of t.runs. A *run
+// from &t.runs[i] is valid only until the next newRun.
+func (t *tree) newRun() uint32 {
+	var id uint32
+	if t.runFree != noRun {
+		id = t.runFree
+		t.runFree = t.runs[id].next
+	} else {
+		t.runs = append(t.runs, run{})
+		id = uint32(len(t.runs) - 1)
+	}
+	t.runs[id] = run{parent: noRun, firstChild: noRun, next: noRun, prev: noRun, flags: runLive}
+	return id
+}
+
+// startRun makes a run of one new block (x, l) in a new segment with
+// room for n blocks, detached and held by nobody yet.
+func (t *tree) startRun(x, l uint64, n int) uint32 {
+	sid := t.newSegment(n)
+	id := t.newRun()
+	t.appendBlock(sid, l, x)
+	s := &t.segs[sid]
+	s.runs = append(s.runs, segRun{lo: 0, id: id})
+	r := &t.runs[id]
+	r.key, r.seg, r.lo, r.hi = l, sid, 0, 1
+	t.live++
+	return id
+}
+
+// canExtend reports whether a block can be appended to run id in place:
+// it has no child and ends its segment.
+func (t *tree) canExtend(id uint32) bool {
+	r := &t.runs[id]
+	if id == rootRun || r.firstChild != noRun {
+		return false
+	}
+	s := &t.segs[r.seg]
+	return r.hi == s.end() && s.runs[len(s.runs)-1].id == id
+}
+
+// extend appends block (x, l), held by nobody yet, to run id.
+func (t *tree) extend(id uint32, x, l uint64) blockRef {
+	r := &t.runs[id]
+	t.appendBlock(r.seg, l, x)
+	r.hi++
+	t.live++
+	return r.last()
+}
+
+// split cuts run id before its block at offset p (0 < p < len) and
+// returns the new run holding the first p blocks. Run id keeps the rest,
+// its children and its ids in the segment's later positions; the new run
+// takes id's place under id's parent, and id becomes its only child.
+// Holders keep what they held. Nothing moves in the segment, so every
+// blockRef stays valid.
+func (t *tree) split(id, p uint32) uint32 {
+	pid := t.newRun()
+	r, pr := &t.runs[id], &t.runs[pid]
+	pr.key, pr.seg, pr.lo, pr.hi = r.key, r.seg, r.lo, r.lo+p
+	pr.flags = r.flags
+	pr.holders = make([]holder, 0, len(r.holders))
+	kept := r.holders[:0]
+	for _, h := range r.holders {
+		pr.holders = append(pr.holders, holder{h.wi, min(h.cut, p)})
+		if h.cut > p {
+			kept = append(kept, holder{h.wi, h.cut - p})
+		}
+	}
+	clear(r.holders[len(kept):])
+	r.holders = kept
+	r.lo += p
+	r.key = t.localOf(r.first())
+
+	// pid replaces id in id's parent's children, under the same key.
+	pr.parent, pr.prev, pr.next = r.parent, r.prev, r.next
+	if r.parent != noRun {
+		par := &t.runs[r.parent]
+		if r.prev != noRun {
+			t.runs[r.prev].next = pid
+		} else {
+			par.firstChild = pid
+		}
+		if r.next != noRun {
+			t.runs[r.next].prev = pid
+		}
+		if par.childMap != 0 {
+			t.childMaps[par.childMap].put(pr.key, uint64(pid))
+		}
+	}
+	r.parent, r.prev, r.next = pid, noRun, noRun
+	pr.firstChild, pr.kids = id, 1
+
+	s := &t.segs[pr.seg]
+	i, _ := slices.BinarySearchFunc(s.runs, pr.lo, func(e segRun, p uint32) int { return int(e.lo) - int(p) })
+	s.runs[i].lo = r.lo
+	s.runs = slices.Insert(s.runs, i, segRun{lo: pr.lo, id: pid})
+	t.topValid = false
+	return pid
+}
+
+// link makes run c (detached) a child of run p under c's key.
+func (t *tree) link(p, c uint32) {
+	pr, cr := &t.runs[p], &t.runs[c]
+	cr.parent = p
+	cr.prev = noRun
+	cr.next = pr.firstChild
+	if pr.firstChild != noRun {
+		t.runs[pr.firstChild].prev = c
+	}
+	pr.firstChild = c
+	if pr.childMap != 0 {
+		t.childMaps[pr.childMap].put(cr.key, uint64(c))
+		return
+	}
+	pr.kids++
+	if pr.kids > childMapMin {
+		t.indexChildren(p)
+	}
+}
+
+func (t *tree) indexChildren(p uint32) {
+	var m uint32
+	if k := len(t.freeMaps); k > 0 {
+		m = t.freeMaps[k-1]
+		t.freeMaps = t.freeMaps[:k-1]
+	} else {
+		t.childMaps = append(t.childMaps, hashTable{})
+		m = uint32(len(t.childMaps) - 1)
+	}
+	for c := t.runs[p].firstChild; c != noRun; c = t.runs[c].next {
+		t.childMaps[m].put(t.runs[c].key, uint64(c))
+	}
+	t.runs[p].childMap = m
+}
+
+func (t *tree) dropChildMap(p uint32) {
+	pr := &t.runs[p]
+	if pr.childMap == 0 {
+		return
+	}
+	t.childMaps[pr.childMap].reset()
+	t.freeMaps = append(t.freeMaps, pr.childMap)
+	pr.childMap = 0
+	pr.kids = 0 // dropped only once the last child left
+}
+
+// unlink detaches run c from its parent.
+func (t *tree) unlink(c uint32) {
+	cr := &t.runs[c]
+	p := cr.parent
+	if p == noRun {
+		return
+	}
+	pr := &t.runs[p]
+	if cr.prev != noRun {
+		t.runs[cr.prev].next = cr.next
+	} else {
+		pr.firstChild = cr.next
+	}
+	if cr.next != noRun {
+		t.runs[cr.next].prev = cr.prev
+	}
+	if pr.childMap != 0 {
+		t.childMaps[pr.childMap].del(cr.key)
+		if pr.firstChild == noRun {
+			t.dropChildMap(p)
+		}
+	} else {
+		pr.kids--
+	}
+	cr.parent, cr.next, cr.prev = noRun, noRun, noRun
+}
+
+// childRun returns p's child run under local hash l, or noRun.
+func (t *tree) childRun(p uint32, l uint64) uint32 {
+	pr := &t.runs[p]
+	if pr.childMap != 0 {
+		if c, ok := t.childMaps[pr.childMap].get(l); ok {
+			return uint32(c)
+		}
+		return noRun
+	}
+	for c := pr.firstChild; c != noRun; {
+		cr := &t.runs[c]
+		if cr.key == l {
+			return c
+		}
+		c = cr.next
+	}
+	return noRun
+}
+
+// branches reports whether run id's last block has more than one child.
+func (t *tree) branches(id uint32) bool {
+	c := t.runs[id].firstChild
+	return c != noRun && t.runs[c].next != noRun
+}
+
+// detachChildren makes every child of run id a detached run: its last
+// block is about to go.
+func (t *tree) detachChildren(id uint32) {
+	for c := t.runs[id].firstChild; c != noRun; {
+		cr := &t.runs[c]
+		next := cr.next
+		cr.parent, cr.next, cr.prev = noRun, noRun, noRun
+		c = next
+	}
+	t.runs[id].firstChild = noRun
+	t.dropChildMap(id)
+	t.runs[id].kids = 0
+	t.topValid = false
+}
+
+// shrink drops the blocks of run id past its largest cut, which nobody
+// holds any more; a run left with no block is freed.
+func (t *tree) shrink(id uint32) {
+	r := &t.runs[id]
+	m := r.maxCut()
+	if m == r.len() {
+		return
+	}
+	t.detachChildren(id)
+	r = &t.runs[id]
+	t.live -= uint64(r.len() - m)
+	r.hi = r.lo + m
+	if m == 0 {
+		t.freeRun(id)
+		return
+	}
+	t.trimSegment(r.seg)
+}
+
+// dropLast drops run id's last block, which nobody holds any more: the
+// common end of an eviction, one block of the shrink above.
+func (t *tree) dropLast(id uint32) {
+	if t.runs[id].firstChild != noRun {
+		t.detachChildren(id)
+	}
+	r := &t.runs[id]
+	r.hi--
+	t.live--
+	if r.hi == r.lo {
+		t.freeRun(id)
+		return
+	}
+	if s := &t.segs[r.seg]; r.hi+1 == s.end() {
+		s.locals = s.locals[:len(s.locals)-1]
+		s.exts = s.exts[:len(s.exts)-1]
+		if cap(s.locals) >= segmentTrimMin && 4*len(s.locals) <= cap(s.locals) {
+			t.trimSegment(r.seg)
+		}
+	}
+}
+
+// freeRun frees run id, which holds no block and has no child.
+func (t *tree) freeRun(id uint32) {
+	t.unlink(id)
+	r := &t.runs[id]
+	sid := r.seg
+	s := &t.segs[sid]
+	i, _ := slices.BinarySearchFunc(s.runs, r.lo, func(e segRun, p uint32) int { return int(e.lo) - int(p) })
+	s.runs = slices.Delete(s.runs, i, i+1)
+	*r = run{parent: noRun, firstChild: noRun, prev: noRun, next: t.runFree}
+	t.runFree = id
+	t.topValid = false
+	if len(s.runs) == 0 {
+		t.pool.put(blockArrays{s.locals, s.exts}, t.poolLimit())
+		t.segs[sid] = blockSegment{runs: s.runs[:0]}
+		t.freeSegs = append(t.freeSegs, sid)
+		return
+	}
+	t.trimSegment(sid)
+}
+
+// segmentTrimMin is the smallest segment whose memory trimSegment gives
+// back: below it, copying costs more than it frees.
+const segmentTrimMin = 64
+
+// trimSegment gives back a segment's memory at its ends once its runs
+// cover at most a quarter of it: the blocks before its first run and
+// after its last are dead. (A quarter, not a half: engines evict a
+// prompt's tail a block at a time, and each trim copies what is left.)
+// Positions do not change (base moves with the first block kept), so no
+// ref does.
+func (t *tree) trimSegment(sid uint32) {
+	s := &t.segs[sid]
+	lo, hi := s.runs[0].lo, t.runs[s.runs[len(s.runs)-1].id].hi
+	if hi < s.end() {
+		s.locals = s.locals[:hi-s.base]
+		s.exts = s.exts[:hi-s.base]
+	}
+	if used := hi - lo; cap(s.locals) >= segmentTrimMin && 4*int(used) <= cap(s.locals) {
+		a := t.pool.get(int(used))
+		a.locals = append(a.locals, s.locals[lo-s.base:]...)
+		a.exts = append(a.exts, s.exts[lo-s.base:]...)
+		t.pool.put(blockArrays{s.locals, s.exts}, t.poolLimit())
+		s.locals, s.exts, s.base = a.locals, a.exts, lo
+	}
+}
