@@ -203,7 +203,10 @@ func (t *tree) newRun() uint32 {
 		t.runs = append(t.runs, run{})
 		id = uint32(len(t.runs) - 1)
 	}
-	t.runs[id] = run{parent: noRun, firstChild: noRun, next: noRun, prev: noRun, flags: runLive}
+	// A free run keeps its holders' array for the next (runs come and go
+	// with every prompt an engine stores and evicts).
+	t.runs[id] = run{parent: noRun, firstChild: noRun, next: noRun, prev: noRun, flags: runLive,
+		holders: t.runs[id].holders[:0]}
 	return id
 }
 
@@ -252,7 +255,7 @@ func (t *tree) split(id, p uint32) uint32 {
 	r, pr := &t.runs[id], &t.runs[pid]
 	pr.key, pr.seg, pr.lo, pr.hi = r.key, r.seg, r.lo, r.lo+p
 	pr.flags = r.flags
-	pr.holders = make([]holder, 0, len(r.holders))
+	pr.holders = slices.Grow(pr.holders[:0], len(r.holders))
 	kept := r.holders[:0]
 	for _, h := range r.holders {
 		pr.holders = append(pr.holders, holder{h.wi, min(h.cut, p)})
@@ -454,7 +457,7 @@ func (t *tree) freeRun(id uint32) {
 	s := &t.segs[sid]
 	i, _ := slices.BinarySearchFunc(s.runs, r.lo, func(e segRun, p uint32) int { return int(e.lo) - int(p) })
 	s.runs = slices.Delete(s.runs, i, i+1)
-	*r = run{parent: noRun, firstChild: noRun, prev: noRun, next: t.runFree}
+	*r = run{parent: noRun, firstChild: noRun, prev: noRun, next: t.runFree, holders: r.holders[:0]}
 	t.runFree = id
 	t.topValid = false
 	if len(s.runs) == 0 {

@@ -342,8 +342,11 @@ func (t *tree) appendFresh(wi uint32, last blockRef, rest []StoredBlock) int {
 	r := &t.runs[id]
 	sid := r.seg
 	s := &t.segs[sid]
-	k := r.holderIndex(wi)
 	lookup := &t.workers[wi].lookup
+	// The segment's arrays and the next block's ref are kept in locals (the
+	// compiler would otherwise store them back through s at every block).
+	locals, exts := s.locals, s.exts
+	next := r.last() + 1
 	n := 0
 	for ; n < len(rest); n++ {
 		if n%prefetchBatch == 0 {
@@ -354,17 +357,21 @@ func (t *tree) appendFresh(wi uint32, last blockRef, rest []StoredBlock) int {
 		if named {
 			break
 		}
-		if len(s.locals) == cap(s.locals) {
+		if len(locals) == cap(locals) {
+			s.locals, s.exts = locals, exts
 			t.grow(sid)
+			locals, exts = s.locals, s.exts
 		}
-		s.locals = append(s.locals, l)
-		s.exts = append(s.exts, x)
-		r.hi++
-		r.holders[k].cut++
-		if b := uint64(r.last()); !lookup.insertAt(at, x, b) {
-			lookup.put(x, b)
+		locals = append(locals, l)
+		exts = append(exts, x)
+		if !lookup.insertAt(at, x, uint64(next)) {
+			lookup.put(x, uint64(next))
 		}
+		next++
 	}
+	s.locals, s.exts = locals, exts
+	r.hi += uint32(n)
+	r.holders[r.holderIndex(wi)].cut += uint32(n)
 	t.live += uint64(n)
 	return n
 }
