@@ -171,6 +171,52 @@ func (m *hashTable) insertAt(at int, k, v uint64) bool {
 	return true
 }
 
+// add puts k -> v unless k is there already, in one probe: it reports
+// whether k was absent (and so added). The store of a new block does
+// this for each of its names.
+func (m *hashTable) add(k, v uint64) bool {
+	if len(m.groups) == 0 {
+		m.rehash()
+	}
+	h := hashOf(k)
+	tags := bytesLSB * (h & 0x7f)
+	mask := uint(len(m.groups) - 1)
+	g := uint(h>>m.shift) & mask
+	var free *hashGroup
+	var freeAt uint
+	for step := uint(1); ; step++ {
+		grp := &m.groups[g]
+		ctrl := grp.ctrl
+		x := ctrl ^ tags
+		for c := (x - bytesLSB) &^ x & slotsMSB; c != 0; c &= c - 1 {
+			if i := firstByte(c); i < groupSlots && grp.slots[i].k == k {
+				return false
+			}
+		}
+		if free == nil {
+			if f := matchFree(ctrl); f != 0 {
+				free, freeAt = grp, uint(firstByte(f))
+			}
+		}
+		if matchEmpty(ctrl) != 0 {
+			break
+		}
+		g = (g + step) & mask
+	}
+	if free.ctrl>>(8*freeAt)&0xff == ctrlEmpty {
+		if m.growthLeft == 0 {
+			m.rehash()
+			m.insertNew(k, v)
+			return true
+		}
+		m.growthLeft--
+	}
+	setCtrl(&free.ctrl, freeAt, h&0x7f)
+	free.slots[freeAt] = hashSlot{k, v}
+	m.count++
+	return true
+}
+
 // put sets k to v (v != 0).
 func (m *hashTable) put(k, v uint64) {
 	_, ok, at := m.find(k)

@@ -353,9 +353,8 @@ func (t *tree) appendFresh(wi uint32, last blockRef, rest []StoredBlock) int {
 			prefetchStored(lookup, rest, n+prefetchDistance)
 		}
 		x, l := rest[n].BlockHash, rest[n].TokensHash
-		_, named, at := lookup.find(x)
-		if named {
-			break
+		if !lookup.add(x, uint64(next)) {
+			break // x names a block of wi already: the general step's case
 		}
 		if len(locals) == cap(locals) {
 			s.locals, s.exts = locals, exts
@@ -364,9 +363,6 @@ func (t *tree) appendFresh(wi uint32, last blockRef, rest []StoredBlock) int {
 		}
 		locals = append(locals, l)
 		exts = append(exts, x)
-		if !lookup.insertAt(at, x, uint64(next)) {
-			lookup.put(x, uint64(next))
-		}
 		next++
 	}
 	s.locals, s.exts = locals, exts
@@ -481,6 +477,7 @@ func (t *tree) removed(w Worker, _ uint64, hashes []uint64, r *report) {
 	for i := 0; i < prefetchDistance; i += prefetchBatch {
 		prefetchNames(lookup, hashes, i)
 	}
+	var tail tailEater
 	for i, h := range hashes {
 		if i%prefetchBatch == 0 {
 			prefetchNames(lookup, hashes, i+prefetchDistance)
@@ -491,8 +488,79 @@ func (t *tree) removed(w Worker, _ uint64, hashes []uint64, r *report) {
 			continue
 		}
 		lookup.delAt(at)
-		t.leave(wi, blockRef(v))
+		b := blockRef(v)
+		if tail.eats(b) {
+			continue
+		}
+		tail.flush(t)
+		t.leave(wi, b)
+		tail.start(t, wi, b)
 	}
+	tail.flush(t)
+}
+
+// tailEater is removed's fast path for what engines do most: evict a
+// prompt's blocks from the last one back. Once a removal has left a run
+// that worker wi alone holds, by name, with no alias, each next removal of
+// the run's new last block does what leave would (drop that block: wi's
+// cut and the run one shorter, the segment's arrays too when the run ends
+// them) and is only counted; flush applies the count.
+type tailEater struct {
+	id    uint32 // the run; 0 (the root) when there is none
+	seg   uint32 // its segment
+	lo    uint32 // its start: the eater stops there
+	hi    uint32 // its end, as the blocks eaten leave it
+	eaten uint32 // blocks eaten since the last flush
+	tail  bool   // the run ends its segment's arrays
+}
+
+// start sets the eater up after leave(wi, b), when b's run is left as
+// above.
+func (e *tailEater) start(t *tree, wi uint32, b blockRef) {
+	s := &t.segs[b.seg()]
+	if len(s.runs) == 0 || b.pos() < s.runs[0].lo || len(t.workers[wi].ghosts) > 0 {
+		return
+	}
+	id, off := t.runAt(b)
+	r := &t.runs[id]
+	if off != r.len() || len(r.holders) != 1 || r.holders[0].wi != wi || r.flags&runAlias != 0 {
+		return
+	}
+	*e = tailEater{id: id, seg: r.seg, lo: r.lo, hi: r.hi, tail: r.hi == s.end()}
+}
+
+// eats reports whether removing b is dropping the run's last block, and
+// if so counts it.
+func (e *tailEater) eats(b blockRef) bool {
+	if e.id == 0 || e.hi == e.lo || b != mkRef(e.seg, e.hi-1) {
+		return false
+	}
+	e.hi--
+	e.eaten++
+	return true
+}
+
+// flush applies the blocks eaten, and stops eating.
+func (e *tailEater) flush(t *tree) {
+	if e.eaten > 0 {
+		r := &t.runs[e.id]
+		t.live -= uint64(e.eaten)
+		r.hi = e.hi
+		if r.hi == r.lo {
+			r.holders = r.holders[:0]
+			t.freeRun(e.id)
+		} else {
+			r.holders[0].cut = r.len()
+			if s := &t.segs[e.seg]; e.tail {
+				s.locals = s.locals[:r.hi-s.base]
+				s.exts = s.exts[:r.hi-s.base]
+				if cap(s.locals) >= segmentTrimMin && 4*len(s.locals) <= cap(s.locals) {
+					t.trimSegment(e.seg)
+				}
+			}
+		}
+	}
+	*e = tailEater{}
 }
 
 // clear drops every block of worker wi, named or not, and its unstable
