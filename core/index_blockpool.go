@@ -8,9 +8,10 @@ import "math/bits"
 // as malloc would, instead of leaving them to the garbage collector keeps
 // the heap near its live size: no collection cycles for them, and no
 // fresh pages to fault in (which cost as much as the index work itself in
-// a process that has just started). Arrays come in power-of-two
-// capacities, one free list each; what the lists hold is bounded by a
-// share of the live blocks, and the rest is left to the collector.
+// a process that has just started). Arrays come in capacities of
+// 2^k and 3*2^(k-1) blocks (a third wasted at worst, not a half), one free
+// list each; what the lists hold is bounded by a share of the live blocks,
+// and the rest is left to the collector.
 type blockPool struct {
 	free   [blockClasses][]blockArrays
 	pooled uint64 // blocks of capacity on the free lists
@@ -20,38 +21,44 @@ type blockPool struct {
 type blockArrays struct{ locals, exts []uint64 }
 
 const (
-	blockClassMin = 3 // the smallest arrays hold 8 blocks
-	blockClasses  = 33
+	blockClassMin = 8 // the smallest arrays hold 8 blocks
+	blockClasses  = 64
 )
 
-// blockClass is the class of an array with room for n blocks.
-func blockClass(n int) int {
-	if n <= 1<<blockClassMin {
-		return blockClassMin
+// blockClass returns the class of the smallest array with room for n
+// blocks, and its capacity.
+func blockClass(n int) (class, size int) {
+	if n <= blockClassMin {
+		return 0, blockClassMin
 	}
-	return bits.Len(uint(n - 1))
+	k := bits.Len(uint(n - 1)) // 2^(k-1) < n <= 2^k
+	if three := 3 << (k - 2); three >= n {
+		return 2*k - 7, three
+	}
+	return 2*k - 6, 1 << k
 }
 
 // get returns empty arrays with room for at least n blocks.
 func (p *blockPool) get(n int) blockArrays {
-	c := blockClass(n)
+	c, size := blockClass(n)
 	if k := len(p.free[c]); k > 0 {
 		a := p.free[c][k-1]
 		p.free[c] = p.free[c][:k-1]
-		p.pooled -= uint64(cap(a.locals))
+		p.pooled -= uint64(size)
 		return a
 	}
-	return blockArrays{make([]uint64, 0, 1<<c), make([]uint64, 0, 1<<c)}
+	return blockArrays{make([]uint64, 0, size), make([]uint64, 0, size)}
 }
 
 // put takes back arrays from get, unless the free lists already hold
 // limit blocks of capacity.
 func (p *blockPool) put(a blockArrays, limit uint64) {
 	n := cap(a.locals)
-	if n == 0 || n&(n-1) != 0 || p.pooled+uint64(n) > limit {
-		return
+	c, size := blockClass(n)
+	if n != size || p.pooled+uint64(n) > limit {
+		return // not from get (or the lists are full)
 	}
-	p.free[blockClass(n)] = append(p.free[blockClass(n)], blockArrays{a.locals[:0], a.exts[:0]})
+	p.free[c] = append(p.free[c], blockArrays{a.locals[:0], a.exts[:0]})
 	p.pooled += uint64(n)
 }
 
@@ -59,10 +66,11 @@ func (p *blockPool) put(a blockArrays, limit uint64) {
 // (1 MiB) for a small index.
 func (t *tree) poolLimit() uint64 { return max(t.live/8, 1<<16) }
 
-// grow gives segment sid room for one more block: twice its capacity.
+// grow gives segment sid room for one more block: the next class or two
+// up, about half as much again.
 func (t *tree) grow(sid uint32) {
 	s := &t.segs[sid]
-	a := t.pool.get(max(2*cap(s.locals), 1))
+	a := t.pool.get(cap(s.locals) + cap(s.locals)/2 + 1)
 	a.locals = append(a.locals, s.locals...)
 	a.exts = append(a.exts, s.exts...)
 	t.pool.put(blockArrays{s.locals, s.exts}, t.poolLimit())

@@ -299,7 +299,7 @@ func checkHashTable(m *hashTable) error {
 		}
 	}
 	slots := len(m.groups) * groupSlots
-	if n != m.count || m.growthLeft != slots*7/8-n-tombs || m.growthLeft < 0 {
+	if n != m.count || m.growthLeft != slots*3/4-n-tombs || m.growthLeft < 0 {
 		return fmt.Errorf("table counts %d entries and room for %d, holds %d and %d tombstones in %d slots", m.count, m.growthLeft, n, tombs, slots)
 	}
 	return nil

@@ -2,6 +2,7 @@ package core
 
 import (
 	"slices"
+	"unsafe"
 )
 
 // tree is the index state. Every method runs under Index.mu: the
@@ -278,13 +279,13 @@ func (t *tree) stored(w Worker, _ uint64, parent *uint64, blocks []StoredBlock, 
 	}
 	t.topValid = false
 	lookup := &t.workers[wi].lookup
-	for i := 0; i < prefetchDistance; i += prefetchBatch {
+	for i := 0; i < prefetchDistance; i += 2 * prefetchBatch {
 		prefetchStored(lookup, blocks, i)
 	}
 	prefetched := 0 // the lookups of blocks[:prefetched+prefetchDistance] are started
 	for i := 0; i < len(blocks); i++ {
 		if i >= prefetched {
-			prefetched = i + prefetchBatch
+			prefetched = i + 2*prefetchBatch
 			prefetchStored(lookup, blocks, i+prefetchDistance)
 		}
 		x, l := blocks[i].BlockHash, blocks[i].TokensHash
@@ -349,7 +350,7 @@ func (t *tree) appendFresh(wi uint32, last blockRef, rest []StoredBlock) int {
 	next := r.last() + 1
 	n := 0
 	for ; n < len(rest); n++ {
-		if n%prefetchBatch == 0 {
+		if n%(2*prefetchBatch) == 0 {
 			prefetchStored(lookup, rest, n+prefetchDistance)
 		}
 		x, l := rest[n].BlockHash, rest[n].TokensHash
@@ -395,14 +396,18 @@ func prefetchNames(m *hashTable, names []uint64, i int) {
 }
 
 // prefetchStored starts the lookups of the names of
-// blocks[i:i+prefetchBatch].
+// blocks[i:i+2*prefetchBatch]: their home groups' first cache lines, where
+// an absent name's probe ends (a new name's slot is written, not read).
 func prefetchStored(m *hashTable, blocks []StoredBlock, i int) {
 	if len(m.groups) == 0 || i >= len(blocks) {
 		return
 	}
+	var lines [8]unsafe.Pointer
 	last := len(blocks) - 1
-	m.prefetch4(blocks[i].BlockHash, blocks[min(i+1, last)].BlockHash,
-		blocks[min(i+2, last)].BlockHash, blocks[min(i+3, last)].BlockHash)
+	for j := range lines {
+		lines[j] = m.homeAddr(blocks[min(i+j, last)].BlockHash)
+	}
+	prefetch8(&lines)
 }
 
 // bind records that worker wi holds block b under external hash x, which
