@@ -271,6 +271,21 @@ func (m *hashTable) delAt(at int) {
 	m.count--
 }
 
+// reserve makes room for n more keys at once: a store of n new blocks
+// grows its worker's table once, to the size it needs, not once per
+// doubling on the way.
+func (m *hashTable) reserve(n int) {
+	if n <= m.growthLeft {
+		return
+	}
+	need := m.count + n
+	groups := max(hashTableMinGroups, len(m.groups))
+	for groups*groupSlots*3/4 < need {
+		groups *= 2
+	}
+	m.rehashTo(groups)
+}
+
 // rehash makes room: at twice the size when the table is over half
 // full, else at the same size, which clears the tombstones. (A table is
 // full at three quarters, not Abseil's seven eighths: with groups of seven
@@ -281,6 +296,11 @@ func (m *hashTable) rehash() {
 	if 2*m.count >= n*groupSlots*3/4 {
 		n = max(hashTableMinGroups, 2*len(m.groups))
 	}
+	m.rehashTo(n)
+}
+
+// rehashTo moves every entry into a new array of n groups.
+func (m *hashTable) rehashTo(n int) {
 	old := m.groups
 	m.groups = make([]hashGroup, n)
 	for i := range m.groups {

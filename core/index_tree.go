@@ -279,6 +279,9 @@ func (t *tree) stored(w Worker, _ uint64, parent *uint64, blocks []StoredBlock, 
 	}
 	t.topValid = false
 	lookup := &t.workers[wi].lookup
+	// Each block the store names is a new name of wi's (but for a block it
+	// already holds): grow its table once, before the probes start.
+	lookup.reserve(len(blocks))
 	for i := 0; i < prefetchDistance; i += 2 * prefetchBatch {
 		prefetchStored(lookup, blocks, i)
 	}
