@@ -17,7 +17,9 @@ import (
 // Create one with NewIndex (the zero value is not usable). An Index is
 // safe for concurrent use: FindMatches, AppendMatches, Dump, Workers and
 // Stats take a read lock and run in parallel with each other; the Apply
-// family, the clears and RemoveWorker take the write lock. Decode events
+// family, the clears and RemoveWorker take the write lock, a long event a
+// section of blocks at a time, so a match never waits behind a whole
+// prompt's store. Decode events
 // (DecodeEvent) and hash prompts before calling in, outside any lock.
 // docs/index.md describes the model and its measurements.
 type Index struct {
@@ -25,6 +27,8 @@ type Index struct {
 	t    tree
 	mode atomic.Uint32
 	log  *slog.Logger
+	// writeSection overrides the package's (benchmarks compare sizes).
+	writeSection int
 	// scratch memory for AppendMatches, one slot per concurrent reader.
 	scratch scratchSlots
 }
@@ -85,13 +89,45 @@ func (x *Index) ApplyRouterEvent(ev RouterEvent) error {
 // does; this includes a hash repeated within the store) is counted and
 // logged, and returned as an error only in ModeEnforce; it does not stop
 // the store.
+//
+// A long store is applied writeSection blocks at a time, the write lock
+// released in between (see writeSection): readers never wait behind more.
 func (x *Index) ApplyStored(w Worker, eventID uint64, parentHash *uint64, blocks []StoredBlock) error {
 	var r report
 	r.begin(w, eventID, x.Mode())
-	x.mu.Lock()
-	x.t.stored(w, eventID, parentHash, blocks, &r)
-	x.mu.Unlock()
+	if h, bad := selfReference(parentHash, blocks); bad {
+		x.mu.Lock()
+		x.t.rejectSelfReference(w, h, &r)
+		x.mu.Unlock()
+		return x.finish(&r)
+	}
+	section := x.section()
+	for i := 0; ; {
+		end := min(len(blocks), i+section)
+		x.mu.Lock()
+		ok := x.t.stored(w, eventID, parentHash, blocks[i:end], i > 0, &r)
+		x.mu.Unlock()
+		if !ok || end == len(blocks) {
+			break
+		}
+		// The next section goes on under this one's last block.
+		parentHash = &blocks[end-1].BlockHash
+		i = end
+	}
 	return x.finish(&r)
+}
+
+// writeSection is how many blocks of an event the Index applies under
+// one hold of its write lock: a match that comes in meanwhile waits for
+// that many at most (a few microseconds), not for a whole prompt of
+// thousands (BenchmarkFindMatchesWhileApplying).
+const writeSection = 128
+
+func (x *Index) section() int {
+	if x.writeSection > 0 {
+		return x.writeSection
+	}
+	return writeSection
 }
 
 // ApplyRemoved records that w evicted the blocks with these external
@@ -102,9 +138,12 @@ func (x *Index) ApplyStored(w Worker, eventID uint64, parentHash *uint64, blocks
 func (x *Index) ApplyRemoved(w Worker, eventID uint64, blockHashes []uint64) error {
 	var r report
 	r.begin(w, eventID, x.Mode())
-	x.mu.Lock()
-	x.t.removed(w, eventID, blockHashes, &r)
-	x.mu.Unlock()
+	section := x.section()
+	for i := 0; i < len(blockHashes) || i == 0; i += section {
+		x.mu.Lock()
+		x.t.removed(w, eventID, blockHashes[i:min(len(blockHashes), i+section)], &r)
+		x.mu.Unlock()
+	}
 	return x.finish(&r)
 }
 

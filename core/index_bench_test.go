@@ -2,8 +2,10 @@ package core
 
 import (
 	"fmt"
+	"slices"
 	"sync/atomic"
 	"testing"
+	"time"
 )
 
 // chain returns n blocks of one prompt, named as a consistent engine
@@ -183,4 +185,64 @@ func BenchmarkApplySteady(b *testing.B) {
 		round(workers*held + i)
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(2*blocks*b.N), "ns/block")
+}
+
+// BenchmarkFindMatchesWhileApplying times 64-block matches while another
+// goroutine applies 4,096-block stores and their removals without pause:
+// with the write lock held a section of writeSection blocks at a time
+// (section=default) and for a whole event (section=event). match-p99-ns
+// is what a router's routes wait behind an engine's long prompt.
+func BenchmarkFindMatchesWhileApplying(b *testing.B) {
+	for _, sec := range []struct {
+		name string
+		size int
+	}{{"default", 0}, {"event", 1 << 30}} {
+		b.Run("section="+sec.name, func(b *testing.B) {
+			x := NewIndex(IndexOptions{Mode: ModeWarn})
+			x.writeSection = sec.size
+			const workers = 16
+			probes := make([][]uint64, workers)
+			for w := range workers {
+				p := chain(512, uint64(w+1)<<40)
+				if err := x.ApplyStored(Worker{ID: uint64(w)}, 1, nil, p); err != nil {
+					b.Fatal(err)
+				}
+				probes[w] = localsOf(p[:64])
+			}
+			long := chain(4096, 99<<40)
+			hashes := make([]uint64, len(long))
+			for i := range long {
+				hashes[i] = long[len(long)-1-i].BlockHash
+			}
+			stop := make(chan struct{})
+			done := make(chan struct{})
+			go func() {
+				defer close(done)
+				w := Worker{ID: 1000}
+				for {
+					select {
+					case <-stop:
+						return
+					default:
+					}
+					_ = x.ApplyStored(w, 1, nil, long)
+					_ = x.ApplyRemoved(w, 2, hashes)
+				}
+			}()
+			lat := make([]int64, 0, b.N)
+			dst := make([]Match, 0, workers)
+			b.ResetTimer()
+			for i := range b.N {
+				t0 := time.Now()
+				dst = x.AppendMatches(dst[:0], probes[i%workers], false)
+				lat = append(lat, time.Since(t0).Nanoseconds())
+			}
+			b.StopTimer()
+			close(stop)
+			<-done
+			slices.Sort(lat)
+			b.ReportMetric(float64(lat[len(lat)/2]), "match-p50-ns")
+			b.ReportMetric(float64(lat[len(lat)*99/100]), "match-p99-ns")
+		})
+	}
 }

@@ -262,18 +262,29 @@ func (t *tree) reattach(cur, old blockRef, l uint64) {
 	t.topValid = false
 }
 
-func (t *tree) stored(w Worker, _ uint64, parent *uint64, blocks []StoredBlock, r *report) {
+// rejectSelfReference records a store rejected whole because a block of
+// it has its parent's hash (selfReference, checked over the whole store
+// before any of it is applied).
+func (t *tree) rejectSelfReference(w Worker, h uint64, r *report) {
+	t.violation(t.intern(w), r, ViolationSelfReference, h, 0)
+}
+
+// stored applies a store, or (more) the next section of one, chained
+// under the last block of the section before (Index.ApplyStored). It
+// reports whether the store goes on: not when it was dropped, nor when a
+// section finds the worker no longer names its parent (another writer
+// cleared or removed the worker in between: what is left of the store is
+// dropped, as if it had come after, without a violation).
+func (t *tree) stored(w Worker, _ uint64, parent *uint64, blocks []StoredBlock, more bool, r *report) bool {
 	wi := t.intern(w)
-	if h, bad := selfReference(parent, blocks); bad {
-		t.violation(wi, r, ViolationSelfReference, h, 0)
-		return
-	}
 	cur := rootRef
 	if parent != nil {
 		p, ok := t.workers[wi].lookup.get(*parent)
 		if !ok {
-			t.violation(wi, r, ViolationParentNotFound, *parent, 0)
-			return
+			if !more {
+				t.violation(wi, r, ViolationParentNotFound, *parent, 0)
+			}
+			return false
 		}
 		cur = blockRef(p)
 	}
@@ -333,6 +344,7 @@ func (t *tree) stored(w Worker, _ uint64, parent *uint64, blocks []StoredBlock, 
 			cur += blockRef(k)
 		}
 	}
+	return true
 }
 
 // appendFresh appends the blocks of a store that follow a block it just
