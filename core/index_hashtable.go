@@ -283,7 +283,11 @@ func (m *hashTable) reserve(n int) {
 	for groups*groupSlots*3/4 < need {
 		groups *= 2
 	}
-	m.rehashTo(groups)
+	if groups > len(m.groups) {
+		// Only to grow: room the tombstones take, inserts reuse (and a
+		// full table rehashes in place when it must).
+		m.rehashTo(groups)
+	}
 }
 
 // rehash makes room: at twice the size when the table is over half
