@@ -215,7 +215,9 @@ func (x *Index) AppendMatches(dst []Match, localHashes []uint64, earlyExit bool)
 	}
 	sc, slot := x.scratch.get()
 	x.mu.RLock()
-	dst = x.t.appendMatches(dst, localHashes, earlyExit, sc)
+	if first := x.t.childRun(rootRun, localHashes[0]); first != noRun {
+		dst = x.t.appendMatches(dst, localHashes, earlyExit, first, sc)
+	}
 	x.mu.RUnlock()
 	x.scratch.put(slot)
 	return dst

@@ -75,6 +75,7 @@ func (t *tree) grow(sid uint32) {
 	a.exts = append(a.exts, s.exts...)
 	t.pool.put(blockArrays{s.locals, s.exts}, t.poolLimit())
 	s.locals, s.exts = a.locals, a.exts
+	t.refreshSegment(sid)
 }
 
 // appendBlock appends block (l, x) at the end of segment sid.

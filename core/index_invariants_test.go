@@ -78,6 +78,9 @@ func checkRun(t *tree, id uint32) error {
 	if !slices.Contains(s.runs, segRun{r.lo, id}) {
 		return fmt.Errorf("run %d is not listed by its segment %d at %d", id, r.seg, r.lo)
 	}
+	if r.lp != &s.locals[r.lo-s.base] {
+		return fmt.Errorf("run %d's view of its hashes is not at its first block", id)
+	}
 	if r.key != t.localOf(r.first()) {
 		return fmt.Errorf("run %d has key %d, its first block local %d", id, r.key, t.localOf(r.first()))
 	}

@@ -61,11 +61,8 @@ type scored struct{ wi, score uint32 }
 // blocks along the query, and stops only at a block with more than one
 // child, where it scores the depth reached. Only a run's last block can
 // have more than one child.
-func (t *tree) appendMatches(dst []Match, q []uint64, earlyExit bool, sc *matchScratch) []Match {
-	id := t.childRun(rootRun, q[0])
-	if id == noRun {
-		return dst
-	}
+// id is the root's child under q[0]: the first run.
+func (t *tree) appendMatches(dst []Match, q []uint64, earlyExit bool, id uint32, sc *matchScratch) []Match {
 	sc.scored = sc.scored[:0]
 	sc.active = sc.active[:0]
 	for _, h := range t.runs[id].holders {
@@ -76,7 +73,7 @@ func (t *tree) appendMatches(dst []Match, q []uint64, earlyExit bool, sc *matchS
 		r := &t.runs[id]
 		n := r.len()
 		// The run's first block matched its key; count the rest.
-		k := 1 + uint32(commonPrefix(q[d+1:], t.locals(r)[1:]))
+		k := 1 + uint32(commonPrefix(q[d+1:], r.locals()[1:]))
 		whole := k == n
 		kept := sc.active[:0]
 		j := 0
@@ -151,7 +148,7 @@ func (t *tree) appendScored(dst []Match, sc *matchScratch) []Match {
 		return dst
 	}
 	if len(sc.byIndex) < len(t.workers) {
-		sc.byIndex = make([]uint32, len(t.workers))
+		sc.byIndex = make([]uint32, len(t.workers)) // a scratch slot's: kept for the next
 	}
 	for _, e := range sc.scored {
 		sc.byIndex[e.wi] = e.score

@@ -33,5 +33,5 @@ func TestIndexRecordSizes(t *testing.T) {
 	assert.Equal(t, uintptr(16), unsafe.Sizeof(hashSlot{}))
 	assert.Equal(t, uintptr(128), unsafe.Sizeof(hashGroup{}))
 	assert.Equal(t, uintptr(8), unsafe.Sizeof(holder{}))
-	assert.Equal(t, uintptr(72), unsafe.Sizeof(run{}))
+	assert.Equal(t, uintptr(80), unsafe.Sizeof(run{}))
 }

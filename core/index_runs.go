@@ -1,6 +1,9 @@
 package core
 
-import "slices"
+import (
+	"slices"
+	"unsafe"
+)
 
 // The tree is path-compressed. A run is one node of it: a chain of blocks
 // in which every block but the last has exactly one child, the next block
@@ -77,7 +80,11 @@ const (
 type holder struct{ wi, cut uint32 }
 
 type run struct {
-	key    uint64 // local hash of the first block: the run's key under its parent
+	key uint64 // local hash of the first block: the run's key under its parent
+	// lp points at the first block's local hash in its segment's array,
+	// so that a match reads a run's hashes without a stop at the segment
+	// (refreshSegment keeps it right when the array moves).
+	lp     *uint64
 	seg    uint32
 	lo, hi uint32 // its blocks are at positions [lo, hi) of seg
 	// parent is the run whose last block is this run's first block's
@@ -144,9 +151,15 @@ func (r *run) maxCut() uint32 {
 }
 
 // locals returns the local hashes of r's blocks.
-func (t *tree) locals(r *run) []uint64 {
-	s := &t.segs[r.seg]
-	return s.locals[r.lo-s.base : r.hi-s.base]
+func (r *run) locals() []uint64 { return unsafe.Slice(r.lp, r.len()) }
+
+// refreshSegment points the runs of segment sid at its arrays again, after
+// they moved.
+func (t *tree) refreshSegment(sid uint32) {
+	s := &t.segs[sid]
+	for _, e := range s.runs {
+		t.runs[e.id].lp = &s.locals[e.lo-s.base]
+	}
 }
 
 func (t *tree) localOf(b blockRef) uint64 {
@@ -220,6 +233,7 @@ func (t *tree) startRun(x, l uint64, n int) uint32 {
 	s.runs = append(s.runs, segRun{lo: 0, id: id})
 	r := &t.runs[id]
 	r.key, r.seg, r.lo, r.hi = l, sid, 0, 1
+	r.lp = &s.locals[0]
 	t.live++
 	return id
 }
@@ -253,7 +267,7 @@ func (t *tree) extend(id uint32, x, l uint64) blockRef {
 func (t *tree) split(id, p uint32) uint32 {
 	pid := t.newRun()
 	r, pr := &t.runs[id], &t.runs[pid]
-	pr.key, pr.seg, pr.lo, pr.hi = r.key, r.seg, r.lo, r.lo+p
+	pr.key, pr.seg, pr.lo, pr.hi, pr.lp = r.key, r.seg, r.lo, r.lo+p, r.lp
 	pr.flags = r.flags
 	pr.holders = slices.Grow(pr.holders[:0], len(r.holders))
 	kept := r.holders[:0]
@@ -266,7 +280,8 @@ func (t *tree) split(id, p uint32) uint32 {
 	clear(r.holders[len(kept):])
 	r.holders = kept
 	r.lo += p
-	r.key = t.localOf(r.first())
+	r.lp = (*uint64)(unsafe.Add(unsafe.Pointer(r.lp), 8*p))
+	r.key = *r.lp
 
 	// pid replaces id in id's parent's children, under the same key.
 	pr.parent, pr.prev, pr.next = r.parent, r.prev, r.next
@@ -492,5 +507,6 @@ func (t *tree) trimSegment(sid uint32) {
 		a.exts = append(a.exts, s.exts[lo-s.base:]...)
 		t.pool.put(blockArrays{s.locals, s.exts}, t.poolLimit())
 		s.locals, s.exts, s.base = a.locals, a.exts, lo
+		t.refreshSegment(sid)
 	}
 }
