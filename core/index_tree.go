@@ -13,7 +13,7 @@ type tree struct {
 	runs      []run // by id; runs[rootRun] is the root, which holds no block
 	runFree   uint32
 	segs      []blockSegment // by id; segs[0] is never used (refs to it would be 0)
-	freeSegs  []uint32 // free segment ids
+	freeSegs  []uint32       // free segment ids
 	pool      blockPool
 	live      uint64 // blocks in the tree
 	childMaps []hashTable
