@@ -3,6 +3,8 @@ package core
 import (
 	"bytes"
 	"errors"
+	"slices"
+	"sync"
 )
 
 // DecodeEvent reads one KV event in Dynamo's JSON form (KvCacheEvent):
@@ -28,6 +30,42 @@ func DecodeEvent(data []byte) (Event, error) {
 	return ev, nil
 }
 
+// eventMemory is what an event decoded to be applied at once is read
+// into, reused from event to event, so that applying a JSON event
+// allocates nothing (Index.ApplyJSON). Each event's decoded Event points
+// into it until the next event is read into it.
+type eventMemory struct {
+	blocks        []StoredBlock
+	hashes        []uint64
+	parent, start uint64
+}
+
+// eventMemories hands out eventMemory. Memory grown for an event of more
+// than maxPooledBlocks blocks is not kept.
+var eventMemories = sync.Pool{New: func() any { return new(eventMemory) }}
+
+const maxPooledBlocks = 1 << 14
+
+func putEventMemory(m *eventMemory) {
+	if cap(m.blocks) <= maxPooledBlocks && cap(m.hashes) <= maxPooledBlocks {
+		eventMemories.Put(m)
+	}
+}
+
+// decodeEventInto is DecodeEvent reading the event's lists and optional
+// numbers into m.
+func decodeEventInto(data []byte, m *eventMemory) (Event, error) {
+	s := scanner{data: data, into: m}
+	ev, err := s.event()
+	if err == nil {
+		err = s.end()
+	}
+	if err != nil {
+		return Event{}, err
+	}
+	return ev, nil
+}
+
 // DecodeRouterEvent reads one router event:
 //
 //	{"worker_id":7,"storage_tier":"device","event":{...}}
@@ -35,7 +73,13 @@ func DecodeEvent(data []byte) (Event, error) {
 // storage_tier defaults to "device" (also when null); an unknown tier is
 // an error. Field errors are named as in DecodeEvent ("event.data...").
 func DecodeRouterEvent(data []byte) (RouterEvent, error) {
-	s := scanner{data: data}
+	return decodeRouterEventInto(data, nil)
+}
+
+// decodeRouterEventInto is DecodeRouterEvent reading into m (nil: fresh
+// memory), as decodeEventInto.
+func decodeRouterEventInto(data []byte, m *eventMemory) (RouterEvent, error) {
+	s := scanner{data: data, into: m}
 	var re RouterEvent
 	var haveWorker, haveEvent bool
 	err := s.object(func(key []byte) (err error) {
@@ -138,6 +182,15 @@ func (s *scanner) optField64(name string) (*uint64, error) {
 	v, err := s.field64(name)
 	if err != nil {
 		return nil, err
+	}
+	if s.into != nil {
+		// An event has two optional numbers, told apart by name.
+		p := &s.into.parent
+		if name == "start_position" {
+			p = &s.into.start
+		}
+		*p = v
+		return p, nil
 	}
 	return &v, nil
 }
@@ -275,11 +328,19 @@ func (s *scanner) cleared() (Event, error) {
 // Unlike list, it decodes each block in place in the slice: events carry
 // many blocks, and this saves copying each one and an indirect call.
 func (s *scanner) blocks() ([]StoredBlock, error) {
-	blocks := make([]StoredBlock, 0, s.countAhead('{'))
+	var blocks []StoredBlock
+	if s.into != nil {
+		blocks = slices.Grow(s.into.blocks[:0], s.countAhead('{'))
+	} else {
+		blocks = make([]StoredBlock, 0, s.countAhead('{'))
+	}
 	err := s.array(func(int) error {
 		blocks = append(blocks, StoredBlock{})
 		return s.block(&blocks[len(blocks)-1])
 	})
+	if s.into != nil {
+		s.into.blocks = blocks
+	}
 	return blocks, err
 }
 
@@ -441,5 +502,10 @@ func (s *scanner) pair() ([2]uint64, error) {
 }
 
 func (s *scanner) hashList() ([]uint64, error) {
+	if s.into != nil {
+		hashes, err := list(s, slices.Grow(s.into.hashes[:0], s.countAhead(',')), s.uint64)
+		s.into.hashes = hashes
+		return hashes, err
+	}
 	return list(s, make([]uint64, 0, s.countAhead(',')), s.uint64)
 }

@@ -23,6 +23,9 @@ const maxNesting = 512
 type scanner struct {
 	data []byte
 	pos  int
+	// into, when set, is memory to decode an event's lists and optional
+	// numbers into instead of allocating (Index.ApplyJSON).
+	into *eventMemory
 	// path is the stack of members and indexes being read, rendered only
 	// when an error names the field ("data.stored.blocks[2].block_hash").
 	path  [12]segment

@@ -2,6 +2,7 @@ package core
 
 import (
 	"encoding/json"
+	"fmt"
 	"math"
 	"testing"
 
@@ -178,4 +179,50 @@ func TestStatsJSON(t *testing.T) {
 	got, err = json.Marshal(NewIndex(IndexOptions{Mode: ModeWarn}).Stats())
 	require.NoError(t, err)
 	assert.Equal(t, `{"mode":"warn","nodes":0,"violations":`+zero+`,"workers":[]}`, string(got))
+}
+
+// ApplyJSON decodes as DecodeEvent does and applies as Apply does,
+// without allocating once its memory is warm.
+func TestApplyJSONAgreesWithDecodeAndApply(t *testing.T) {
+	events := []string{
+		`{"event_id":1,"data":{"stored":{"parent_hash":null,"blocks":[{"block_hash":10,"tokens_hash":1},{"block_hash":11,"tokens_hash":2}]}}}`,
+		`{"event_id":2,"data":{"stored":{"parent_hash":11,"start_position":32,"blocks":[{"block_hash":12,"tokens_hash":3}]}},"dp_rank":1}`,
+		`{"event_id":3,"data":{"stored":{"parent_hash":11,"blocks":[{"block_hash":13,"tokens_hash":4,"mm_extra_info":{"mm_objects":[{"mm_hash":7,"offsets":[[0,3]]}]}}]}}}`,
+		`{"event_id":4,"data":{"removed":{"block_hashes":[13,99]}}}`,
+		`{"event_id":5,"data":{"stored":{"parent_hash":777,"blocks":[{"block_hash":14,"tokens_hash":5}]}}}`,
+		`{"event_id":6,"data":"cleared","dp_rank":1}`,
+		`{"event_id":7,"data":{"stored":{"parent_hash":null,"blocks":[]}}}`,
+	}
+	a, b := NewIndex(IndexOptions{Mode: ModeWarn}), NewIndex(IndexOptions{Mode: ModeWarn})
+	for _, e := range events {
+		ev, err := DecodeEvent([]byte(e))
+		require.NoError(t, err, e)
+		want := a.Apply(5, ev)
+		got := b.ApplyJSON(5, []byte(e))
+		require.Equal(t, fmt.Sprint(want), fmt.Sprint(got), e)
+		for _, q := range [][]uint64{{1}, {1, 2}, {1, 2, 3}, {1, 2, 4}, {5}} {
+			require.Equal(t, a.AppendMatches(nil, q, false), b.AppendMatches(nil, q, false))
+		}
+	}
+	require.Equal(t, a.Stats(), b.Stats())
+	for _, bad := range []string{`{"event_id":1}`, `{"event_id":1,"data":{"stored":{"blocks":[{"block_hash":-1,"tokens_hash":1}]}}}`, `not json`} {
+		_, want := DecodeEvent([]byte(bad))
+		require.Error(t, want)
+		require.Equal(t, want.Error(), b.ApplyJSON(5, []byte(bad)).Error())
+	}
+	require.Equal(t, a.Stats(), b.Stats(), "a malformed event changes nothing")
+
+	store := []byte(`{"event_id":8,"data":{"stored":{"parent_hash":null,"blocks":[{"block_hash":20,"tokens_hash":9},{"block_hash":21,"tokens_hash":8}]}}}`)
+	remove := []byte(`{"event_id":9,"data":{"removed":{"block_hashes":[21,20]}}}`)
+	allocs := testing.AllocsPerRun(200, func() {
+		if err := b.ApplyJSON(6, store); err != nil {
+			t.Fatal(err)
+		}
+		if err := b.ApplyJSON(6, remove); err != nil {
+			t.Fatal(err)
+		}
+	})
+	if !raceEnabled { // the race detector makes sync.Pool drop items
+		assert.Zero(t, allocs)
+	}
 }

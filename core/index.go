@@ -68,6 +68,32 @@ func (x *Index) Apply(workerID uint64, ev Event) error {
 	return fmt.Errorf("%w: event %d of worker %d has unknown kind %d", ErrInvalidArgument, ev.ID, workerID, ev.Kind)
 }
 
+// ApplyJSON decodes one event in Dynamo's JSON form (as DecodeEvent) and
+// applies it for workerID (as Apply), decoding into reused memory: a
+// host that receives JSON events applies them without an allocation. A
+// malformed event changes nothing and returns DecodeEvent's error.
+func (x *Index) ApplyJSON(workerID uint64, data []byte) error {
+	m := eventMemories.Get().(*eventMemory)
+	defer putEventMemory(m) // after the event, which points into m, is applied
+	ev, err := decodeEventInto(data, m)
+	if err != nil {
+		return err
+	}
+	return x.Apply(workerID, ev)
+}
+
+// ApplyRouterEventJSON is ApplyJSON for a router event in JSON
+// (DecodeRouterEvent, then ApplyRouterEvent).
+func (x *Index) ApplyRouterEventJSON(data []byte) error {
+	m := eventMemories.Get().(*eventMemory)
+	defer putEventMemory(m)
+	ev, err := decodeRouterEventInto(data, m)
+	if err != nil {
+		return err
+	}
+	return x.ApplyRouterEvent(ev)
+}
+
 // ApplyRouterEvent applies a router event's event for its worker. Every
 // storage tier is indexed alike.
 func (x *Index) ApplyRouterEvent(ev RouterEvent) error {

@@ -201,7 +201,8 @@ func (t *tree) newSegment(n int) uint32 {
 		id = uint32(len(t.segs) - 1)
 	}
 	a := t.pool.get(n)
-	t.segs[id] = blockSegment{locals: a.locals, exts: a.exts}
+	// A free segment keeps its run directory's array for the next.
+	t.segs[id] = blockSegment{locals: a.locals, exts: a.exts, runs: t.segs[id].runs[:0]}
 	return id
 }
 

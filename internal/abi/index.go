@@ -57,11 +57,7 @@ func IndexApplyJSON(h, workerID uint64, data []byte) error {
 	if err != nil {
 		return err
 	}
-	ev, err := core.DecodeEvent(data)
-	if err != nil {
-		return err
-	}
-	return x.Apply(workerID, ev)
+	return x.ApplyJSON(workerID, data)
 }
 
 // IndexApplyRouterEventJSON is kvhash_index_apply_router_event_json.
@@ -70,11 +66,7 @@ func IndexApplyRouterEventJSON(h uint64, data []byte) error {
 	if err != nil {
 		return err
 	}
-	ev, err := core.DecodeRouterEvent(data)
-	if err != nil {
-		return err
-	}
-	return x.ApplyRouterEvent(ev)
+	return x.ApplyRouterEventJSON(data)
 }
 
 // IndexApplyStored is kvhash_index_apply_stored: blockHashes[i] and
