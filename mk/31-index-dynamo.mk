@@ -1,7 +1,7 @@
 # The index side by side with NVIDIA Dynamo 1.6.1's own indexes (crates.io
-# dynamo-kv-router, pinned in bench/dynamo/Cargo.toml). Bench only: nothing
-# here is part of make test, and cargo runs offline from the local registry
-# cache (cargo fetch once with network to fill it).
+# dynamo-kv-router, pinned in bench/dynamo/Cargo.toml and Cargo.lock).
+# Bench only: nothing here is part of make test. cargo fetches the locked
+# crates from crates.io the first time (--locked: exactly those versions).
 #
 #   make bench-dynamo                    all eight streams, 3 alternating runs each
 #   make bench-dynamo DYNAMO_STREAMS=w128-bs16-evict,w16-bs64-evict DYNAMO_RUNS=5
@@ -23,7 +23,7 @@ $(INDEXSTREAM): $(GO_SOURCES)
 	$(GO) build -o $@ ./core/internal/indexbench/cmd/indexstream
 
 $(DYNAMO_BENCH): bench/dynamo/Cargo.toml bench/dynamo/Cargo.lock $(wildcard bench/dynamo/src/*.rs)
-	CARGO_TARGET_DIR=$(abspath $(BUILD)/cargo) $(CARGO) build --quiet --release --offline \
+	CARGO_TARGET_DIR=$(abspath $(BUILD)/cargo) $(CARGO) build --quiet --release --locked \
 	  --manifest-path bench/dynamo/Cargo.toml
 
 # The streams depend on the generator's sources (a changed simulation makes

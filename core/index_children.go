@@ -1,0 +1,117 @@
+package core
+
+// A run's children: an intrusive sibling list, indexed by a hash table
+// once there are more than childMapMin.
+
+// link makes run c (detached) a child of run p under c's key.
+func (t *tree) link(p, c uint32) {
+	pr, cr := &t.runs[p], &t.runs[c]
+	cr.parent = p
+	cr.prev = noRun
+	cr.next = pr.firstChild
+	if pr.firstChild != noRun {
+		t.runs[pr.firstChild].prev = c
+	}
+	pr.firstChild = c
+	if pr.childMap != 0 {
+		t.childMaps[pr.childMap].put(cr.key, uint64(c))
+		return
+	}
+	pr.kids++
+	if pr.kids > childMapMin {
+		t.indexChildren(p)
+	}
+}
+
+func (t *tree) indexChildren(p uint32) {
+	var m uint32
+	if k := len(t.freeMaps); k > 0 {
+		m = t.freeMaps[k-1]
+		t.freeMaps = t.freeMaps[:k-1]
+	} else {
+		t.childMaps = append(t.childMaps, hashTable{})
+		m = uint32(len(t.childMaps) - 1)
+	}
+	for c := t.runs[p].firstChild; c != noRun; c = t.runs[c].next {
+		t.childMaps[m].put(t.runs[c].key, uint64(c))
+	}
+	t.runs[p].childMap = m
+}
+
+func (t *tree) dropChildMap(p uint32) {
+	pr := &t.runs[p]
+	if pr.childMap == 0 {
+		return
+	}
+	t.childMaps[pr.childMap].reset()
+	t.freeMaps = append(t.freeMaps, pr.childMap)
+	pr.childMap = 0
+	pr.kids = 0 // dropped only once the last child left
+}
+
+// unlink detaches run c from its parent.
+func (t *tree) unlink(c uint32) {
+	cr := &t.runs[c]
+	p := cr.parent
+	if p == noRun {
+		return
+	}
+	pr := &t.runs[p]
+	if cr.prev != noRun {
+		t.runs[cr.prev].next = cr.next
+	} else {
+		pr.firstChild = cr.next
+	}
+	if cr.next != noRun {
+		t.runs[cr.next].prev = cr.prev
+	}
+	if pr.childMap != 0 {
+		t.childMaps[pr.childMap].del(cr.key)
+		if pr.firstChild == noRun {
+			t.dropChildMap(p)
+		}
+	} else {
+		pr.kids--
+	}
+	cr.parent, cr.next, cr.prev = noRun, noRun, noRun
+}
+
+// childRun returns p's child run under local hash l, or noRun.
+func (t *tree) childRun(p uint32, l uint64) uint32 {
+	pr := &t.runs[p]
+	if pr.childMap != 0 {
+		if c, ok := t.childMaps[pr.childMap].get(l); ok {
+			return uint32(c)
+		}
+		return noRun
+	}
+	for c := pr.firstChild; c != noRun; {
+		cr := &t.runs[c]
+		if cr.key == l {
+			return c
+		}
+		c = cr.next
+	}
+	return noRun
+}
+
+// branches reports whether run id's last block has more than one child.
+func (t *tree) branches(id uint32) bool {
+	c := t.runs[id].firstChild
+	return c != noRun && t.runs[c].next != noRun
+}
+
+// detachChildren makes every child of run id a detached run: its last
+// block is about to go.
+func (t *tree) detachChildren(id uint32) {
+	for c := t.runs[id].firstChild; c != noRun; {
+		cr := &t.runs[c]
+		next := cr.next
+		cr.parent, cr.next, cr.prev = noRun, noRun, noRun
+		c = next
+	}
+	t.runs[id].firstChild = noRun
+	t.dropChildMap(id)
+	t.runs[id].kids = 0
+	t.topValid = false
+}
