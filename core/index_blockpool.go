@@ -13,7 +13,9 @@ import "math/bits"
 // list each; what the lists hold is bounded by a share of the live blocks,
 // and the rest is left to the collector.
 type blockPool struct {
-	free   [blockClasses][]blockArrays
+	// free is allocated at the first array handed back: an empty index
+	// must stay small (a WASM instance holds tens of thousands).
+	free   *[blockClasses][]blockArrays
 	pooled uint64 // blocks of capacity on the free lists
 }
 
@@ -41,6 +43,9 @@ func blockClass(n int) (class, size int) {
 // get returns empty arrays with room for at least n blocks.
 func (p *blockPool) get(n int) blockArrays {
 	c, size := blockClass(n)
+	if p.free == nil {
+		return blockArrays{make([]uint64, 0, size), make([]uint64, 0, size)}
+	}
 	if k := len(p.free[c]); k > 0 {
 		a := p.free[c][k-1]
 		p.free[c] = p.free[c][:k-1]
@@ -57,6 +62,9 @@ func (p *blockPool) put(a blockArrays, limit uint64) {
 	c, size := blockClass(n)
 	if n != size || p.pooled+uint64(n) > limit {
 		return // not from get (or the lists are full)
+	}
+	if p.free == nil {
+		p.free = new([blockClasses][]blockArrays)
 	}
 	p.free[c] = append(p.free[c], blockArrays{a.locals[:0], a.exts[:0]})
 	p.pooled += uint64(n)

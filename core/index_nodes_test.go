@@ -22,7 +22,9 @@ func TestEmptyIndexCostsBytesNotPages(t *testing.T) {
 	runtime.GC()
 	runtime.ReadMemStats(&after)
 	perIndex := (after.HeapAlloc - before.HeapAlloc) / n
-	assert.Less(t, perIndex, uint64(16<<10), "an empty index holds %d bytes", perIndex)
+	// 40,000 must fit a 256 MiB WASM instance with its headroom (wasmhost).
+	assert.Less(t, perIndex, uint64(4<<10), "an empty index holds %d bytes", perIndex)
+	t.Logf("an empty index: %d bytes", perIndex)
 	runtime.KeepAlive(keep)
 }
 
