@@ -18,17 +18,7 @@ import (
 // (their values must still be valid JSON); for a repeated field the last
 // one wins. Every error wraps ErrDecode and names the offending field,
 // as in "decode event: data.stored.blocks[2].block_hash: -1 is negative".
-func DecodeEvent(data []byte) (Event, error) {
-	s := scanner{data: data}
-	ev, err := s.event()
-	if err == nil {
-		err = s.end()
-	}
-	if err != nil {
-		return Event{}, err
-	}
-	return ev, nil
-}
+func DecodeEvent(data []byte) (Event, error) { return decodeEventInto(data, nil) }
 
 // eventMemory is what an event decoded to be applied at once is read
 // into, reused from event to event, so that applying a JSON event
@@ -53,7 +43,7 @@ func putEventMemory(m *eventMemory) {
 }
 
 // decodeEventInto is DecodeEvent reading the event's lists and optional
-// numbers into m.
+// numbers into m (nil: fresh memory).
 func decodeEventInto(data []byte, m *eventMemory) (Event, error) {
 	s := scanner{data: data, into: m}
 	ev, err := s.event()

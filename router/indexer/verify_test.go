@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"crypto/rand"
 	"log/slog"
-	"sync"
 	"testing"
 	"time"
 
@@ -14,6 +13,7 @@ import (
 	"github.com/kvhash/kvhash/core"
 	"github.com/kvhash/kvhash/router/enginehash"
 	"github.com/kvhash/kvhash/router/ingest"
+	"github.com/kvhash/kvhash/router/internal/logtest"
 )
 
 // engineChain names blocks as one engine does: a scheme from a root digest.
@@ -75,27 +75,9 @@ func (e engineChain) rootStore(t *testing.T, toks []uint32) ingest.Event {
 	return stored(nil, toks, ids...)
 }
 
-// jsonLogs captures slog output as JSON lines, attributes included.
-type jsonLogs struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (j *jsonLogs) Write(p []byte) (int, error) {
-	j.mu.Lock()
-	defer j.mu.Unlock()
-	return j.buf.Write(p)
-}
-
-func (j *jsonLogs) String() string {
-	j.mu.Lock()
-	defer j.mu.Unlock()
-	return j.buf.String()
-}
-
-func newVerifyFixture(t *testing.T, mutate func(*Options)) (*fixture, *jsonLogs) {
+func newVerifyFixture(t *testing.T, mutate func(*Options)) (*fixture, *logtest.Buffer) {
 	t.Helper()
-	logs := &jsonLogs{}
+	logs := &logtest.Buffer{}
 	f := newFixture(t, func(o *Options) {
 		o.Logger = slog.New(slog.NewJSONHandler(logs, nil))
 		if mutate != nil {

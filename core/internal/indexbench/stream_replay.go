@@ -34,16 +34,19 @@ func (d Digest) Matches(ms []core.Match) Digest {
 // StreamResult is what one replay of a stream measured. Figure names match
 // what bench/dynamo prints.
 type StreamResult struct {
-	BlockOps    int     // stored + removed + matched blocks (routing queries)
-	IndexNanos  int64   // inside index calls, for those
-	ApplyBlocks int     // stored + removed blocks
-	ApplyNanos  int64   // inside ApplyStored / ApplyRemoved
-	RouteNanos  []int64 // each routing query
-	ProbeNanos  []int64 // each probe query, every pass
-	Digest      Digest
-	Pairs       uint64  // stored (worker, block) pairs at the end
-	HeapBytes   int64   // live heap of the final index
-	HeapPerPair float64 // HeapBytes / Pairs
+	BlockOps    int   // stored + removed + matched blocks (routing queries)
+	IndexNanos  int64 // inside index calls, for those
+	ApplyBlocks int   // stored + removed blocks
+	ApplyNanos  int64 // inside ApplyStored / ApplyRemoved
+	// The same apart: stored blocks and the time inside ApplyStored.
+	StoredBlocks int
+	StoreNanos   int64
+	RouteNanos   []int64 // each routing query
+	ProbeNanos   []int64 // each probe query, every pass
+	Digest       Digest
+	Pairs        uint64  // stored (worker, block) pairs at the end
+	HeapBytes    int64   // live heap of the final index
+	HeapPerPair  float64 // HeapBytes / Pairs
 }
 
 // storeArgs fills buf with a store record's blocks in core's type. The
@@ -96,8 +99,10 @@ func ReplayStream(s *Stream) (StreamResult, error) {
 			}
 			res.IndexNanos += dt
 			res.ApplyNanos += dt
+			res.StoreNanos += dt
 			res.BlockOps += len(r.Blocks)
 			res.ApplyBlocks += len(r.Blocks)
+			res.StoredBlocks += len(r.Blocks)
 		case RecRemoved:
 			t0 := time.Now()
 			err := x.ApplyRemoved(w, uint64(i), r.Hashes)
