@@ -18,6 +18,13 @@ func (t *tree) leave(wi uint32, b blockRef) {
 		delete(g, b)
 	}
 	k := r.holderIndex(wi)
+	if off == 0 && len(r.holders) == 1 && r.holders[0].cut > 1 {
+		// wi alone holds the run and lets go of its first block, keeping
+		// the rest (an eviction from the head): the block is dropped and
+		// the rest becomes a detached run, without a split.
+		t.dropFirst(id)
+		return
+	}
 	if r.holders[k].cut > off+1 {
 		id = t.split(id, off+1)
 		r = &t.runs[id]

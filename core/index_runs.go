@@ -352,6 +352,25 @@ func (t *tree) dropLast(id uint32) {
 	}
 }
 
+// dropFirst drops run id's first block, which its only holder let go of
+// while keeping the rest: the rest, its parent gone, is detached.
+func (t *tree) dropFirst(id uint32) {
+	t.unlink(id)
+	r := &t.runs[id]
+	s := &t.segs[r.seg]
+	i, _ := slices.BinarySearchFunc(s.runs, r.lo, func(e segRun, p uint32) int { return int(e.lo) - int(p) })
+	r.lo++
+	s.runs[i].lo = r.lo
+	r.lp = (*uint64)(unsafe.Add(unsafe.Pointer(r.lp), 8))
+	r.key = *r.lp
+	r.holders[0].cut--
+	t.live--
+	t.topValid = false
+	if i == 0 && cap(s.locals) >= segmentTrimMin && 4*int(s.end()-r.lo) <= cap(s.locals) {
+		t.trimSegment(r.seg)
+	}
+}
+
 // freeRun frees run id, which holds no block and has no child.
 func (t *tree) freeRun(id uint32) {
 	t.unlink(id)
