@@ -7,13 +7,7 @@ import "testing"
 // and matched block apart (st-, rm- and mt-ns/blk): the loop to profile
 // for either path. Skipped without -stream.
 func BenchmarkStreamSplit(b *testing.B) {
-	if *streamFlag == "" {
-		b.Skip("no -stream FILE")
-	}
-	s, err := ReadStreamFile(*streamFlag)
-	if err != nil {
-		b.Fatal(err)
-	}
+	s := streamOrSkip(b)
 	var total StreamResult
 	var routes int64
 	for range b.N {

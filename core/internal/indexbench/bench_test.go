@@ -147,12 +147,11 @@ func queryLatencies(x *core.Index, ps []Prompt, n, passes int) []int64 {
 	return out
 }
 
-var streamFlag = flag.String("stream", "", "a .kvs stream (indexstream gen) for BenchmarkStreamProbes")
+var streamFlag = flag.String("stream", "", "a .kvs stream (indexstream gen) for the BenchmarkStream* benchmarks")
 
-// BenchmarkStreamProbes replays a stream once, then times its probe
-// queries (64 blocks each) against the final index: the loop to profile
-// for matching (-cpuprofile). Skipped without -stream.
-func BenchmarkStreamProbes(b *testing.B) {
+// streamOrSkip reads the -stream file, skipping the benchmark without one.
+func streamOrSkip(b *testing.B) *Stream {
+	b.Helper()
 	if *streamFlag == "" {
 		b.Skip("no -stream FILE")
 	}
@@ -160,6 +159,14 @@ func BenchmarkStreamProbes(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
+	return s
+}
+
+// BenchmarkStreamProbes replays a stream once, then times its probe
+// queries (64 blocks each) against the final index: the loop to profile
+// for matching (-cpuprofile). Skipped without -stream.
+func BenchmarkStreamProbes(b *testing.B) {
+	s := streamOrSkip(b)
 	x := core.NewIndex(core.IndexOptions{Mode: core.ModeEnforce})
 	var probes [][]uint64
 	var buf []core.StoredBlock
@@ -196,13 +203,7 @@ func BenchmarkStreamProbes(b *testing.B) {
 // split one replay's time between core.DecodeEvent and Index.Apply.
 // Skipped without -stream.
 func BenchmarkStreamJSON(b *testing.B) {
-	if *streamFlag == "" {
-		b.Skip("no -stream FILE")
-	}
-	s, err := ReadStreamFile(*streamFlag)
-	if err != nil {
-		b.Fatal(err)
-	}
+	s := streamOrSkip(b)
 	type jsonEvent struct {
 		worker uint64
 		data   []byte
@@ -258,13 +259,7 @@ func BenchmarkStreamJSON(b *testing.B) {
 // queries) into a fresh index per iteration, as indexstream replay does:
 // the loop to profile for applying (-cpuprofile). Skipped without -stream.
 func BenchmarkStreamReplay(b *testing.B) {
-	if *streamFlag == "" {
-		b.Skip("no -stream FILE")
-	}
-	s, err := ReadStreamFile(*streamFlag)
-	if err != nil {
-		b.Fatal(err)
-	}
+	s := streamOrSkip(b)
 	b.ResetTimer()
 	for range b.N {
 		res, err := ReplayStream(s)
