@@ -239,13 +239,15 @@ func (x *Index) AppendMatches(dst []Match, localHashes []uint64, earlyExit bool)
 	if len(localHashes) == 0 {
 		return dst
 	}
-	sc, slot := x.scratch.get()
 	x.mu.RLock()
+	// A query whose first block no worker holds (about half of them, on
+	// the replayed traces) needs no scratch: it is taken only after.
 	if first := x.t.childRun(rootRun, localHashes[0]); first != noRun {
+		sc, slot := x.scratch.get()
 		dst = x.t.appendMatches(dst, localHashes, earlyExit, first, sc)
+		x.scratch.put(slot)
 	}
 	x.mu.RUnlock()
-	x.scratch.put(slot)
 	return dst
 }
 

@@ -74,11 +74,13 @@ func (p *blockPool) put(a blockArrays, limit uint64) {
 // (1 MiB) for a small index.
 func (t *tree) poolLimit() uint64 { return max(t.live/8, 1<<16) }
 
-// grow gives segment sid room for one more block: the next class or two
-// up, about half as much again.
-func (t *tree) grow(sid uint32) {
+// grow gives segment sid room for n more blocks: the next class or two
+// up, about half as much again, or more when n needs it (a store that
+// extends a run knows how many blocks it brings: one copy, not one per
+// class on the way).
+func (t *tree) grow(sid uint32, n int) {
 	s := &t.segs[sid]
-	a := t.pool.get(cap(s.locals) + cap(s.locals)/2 + 1)
+	a := t.pool.get(max(cap(s.locals)+cap(s.locals)/2+1, len(s.locals)+n))
 	a.locals = append(a.locals, s.locals...)
 	a.exts = append(a.exts, s.exts...)
 	t.pool.put(blockArrays{s.locals, s.exts}, t.poolLimit())
@@ -86,11 +88,12 @@ func (t *tree) grow(sid uint32) {
 	t.refreshSegment(sid)
 }
 
-// appendBlock appends block (l, x) at the end of segment sid.
-func (t *tree) appendBlock(sid uint32, l, x uint64) {
+// appendBlock appends block (l, x) at the end of segment sid, with room
+// for n blocks in all from it (n >= 1) if the segment must grow.
+func (t *tree) appendBlock(sid uint32, l, x uint64, n int) {
 	s := &t.segs[sid]
 	if len(s.locals) == cap(s.locals) {
-		t.grow(sid)
+		t.grow(sid, n)
 	}
 	s.locals = append(s.locals, l)
 	s.exts = append(s.exts, x)

@@ -15,11 +15,11 @@ func (t *tree) link(p, c uint32) {
 	pr.firstChild = c
 	if pr.childMap != 0 {
 		t.childMaps[pr.childMap].put(cr.key, uint64(c))
-		return
-	}
-	pr.kids++
-	if pr.kids > childMapMin {
+	} else if pr.kids++; pr.kids > childMapMin {
 		t.indexChildren(p)
+	}
+	if p == rootRun {
+		t.rootLinked(t.runs[c].key)
 	}
 }
 
@@ -74,10 +74,16 @@ func (t *tree) unlink(c uint32) {
 		pr.kids--
 	}
 	cr.parent, cr.next, cr.prev = noRun, noRun, noRun
+	if p == rootRun {
+		t.rootUnlinked()
+	}
 }
 
 // childRun returns p's child run under local hash l, or noRun.
 func (t *tree) childRun(p uint32, l uint64) uint32 {
+	if p == rootRun && !t.rootFilter.mayHold(l) {
+		return noRun
+	}
 	pr := &t.runs[p]
 	if pr.childMap != 0 {
 		if c, ok := t.childMaps[pr.childMap].get(l); ok {

@@ -243,8 +243,9 @@ func (d *dumper) tempName(wi uint32, want uint64) uint64 {
 		d.taken[wi] = taken
 	}
 	ws := &d.t.workers[wi]
+	ks := d.t.nameKeys(wi)
 	for h := want; ; h++ {
-		if _, used := ws.lookup.get(h); used {
+		if _, used := ws.lookup.get(h, &ks); used {
 			continue
 		}
 		if _, used := taken[h]; used {

@@ -1,23 +1,19 @@
 package core
 
-import (
-	"math/bits"
-	"unsafe"
-)
+import "math/bits"
 
-// hashTable maps 64-bit keys to non-zero 64-bit values: a worker's names
-// (external hash -> block) and the children of wide branch points (local
-// hash -> run). It is laid out as a Swiss table (the design of Abseil's
-// flat_hash_map, of Rust's hashbrown, which Dynamo's index uses, and of Go's
-// own maps): slots in groups, each group with a word of control bytes
-// holding a 7-bit tag of each slot's hash, so that one word compare finds
-// the candidate slots of a key, or shows the key absent, without a branch
-// per slot. A group is seven slots and its control word: 128 bytes, two
-// cache lines exactly, so a lookup touches at most those two lines, which
-// a caller can prefetch (see homeAddr). Engines evict blocks as fast as they store them, so
-// deletion is O(1): a slot becomes empty when its group has an empty slot
-// (no probe ever passed through the group), else a tombstone, which
-// inserts reuse and rehashing clears.
+// hashTable maps 64-bit keys to non-zero 64-bit values: the children of
+// wide branch points (local hash -> run). (A worker's names, the hot
+// table, are a nameTable: index_names.go.) It is laid out as a Swiss table
+// (the design of Abseil's flat_hash_map, of Rust's hashbrown, which
+// Dynamo's index uses, and of Go's own maps): slots in groups, each group
+// with a word of control bytes holding a 7-bit tag of each slot's hash, so
+// that one word compare finds the candidate slots of a key, or shows the
+// key absent, without a branch per slot. A group is seven slots and its
+// control word: 128 bytes, two cache lines exactly. Deletion is O(1): a
+// slot becomes empty when its group has an empty slot (no probe ever
+// passed through the group), else a tombstone, which inserts reuse and
+// rehashing clears.
 type hashTable struct {
 	groups []hashGroup // a power of two of them, or none
 	count  int         // entries
@@ -136,24 +132,6 @@ func (m *hashTable) find(k uint64) (v uint64, ok bool, at int) {
 		}
 		g = (g + step) & mask
 	}
-}
-
-// prefetch4 starts fetching the home groups of four keys, both cache
-// lines of each (the table must not be empty): the first probe into a
-// large table is a miss, which a caller can start before it needs it.
-// homeAddr returns the address of k's home group (the table must not be
-// empty), for prefetching.
-func (m *hashTable) homeAddr(k uint64) unsafe.Pointer {
-	return unsafe.Pointer(&m.groups[hashOf(k)>>m.shift])
-}
-
-func (m *hashTable) prefetch4(k0, k1, k2, k3 uint64) {
-	var lines [8]unsafe.Pointer
-	for j, k := range [4]uint64{k0, k1, k2, k3} {
-		g := unsafe.Pointer(&m.groups[hashOf(k)>>m.shift])
-		lines[2*j], lines[2*j+1] = g, unsafe.Add(g, 64)
-	}
-	prefetch8(&lines)
 }
 
 // insertAt puts k, absent, into the free slot at that find returned for

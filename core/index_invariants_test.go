@@ -130,6 +130,9 @@ func checkChildren(t *tree, id uint32) error {
 		if cr.flags&runLive == 0 || cr.parent != id || cr.prev != prev {
 			return fmt.Errorf("child %d of %d has parent %d, prev %d (want %d)", c, id, cr.parent, cr.prev, prev)
 		}
+		if id == rootRun && !t.rootFilter.mayHold(cr.key) {
+			return fmt.Errorf("root child %d (key %d) is missing from the root filter", c, cr.key)
+		}
 		prev = c
 		if count++; count > len(t.runs) {
 			return fmt.Errorf("sibling list of %d has a cycle", id)
@@ -137,6 +140,9 @@ func checkChildren(t *tree, id uint32) error {
 	}
 	if r.childMap == 0 && int(r.kids) != count {
 		return fmt.Errorf("run %d: counts %d children, list %d", id, r.kids, count)
+	}
+	if f := &t.rootFilter; id == rootRun && len(f.bits) > 0 && f.keys-f.stale != count {
+		return fmt.Errorf("root filter counts %d keys and %d removals, the root has %d children", f.keys, f.stale, count)
 	}
 	if r.childMap != 0 {
 		m := &t.childMaps[r.childMap]
@@ -199,14 +205,16 @@ func checkWorkers(t *tree) error {
 			return fmt.Errorf("worker %v is not interned as %d", ws.w, wi)
 		}
 		var err error
-		ws.lookup.each(func(h, v uint64) {
-			b := blockRef(v)
+		ks := t.nameKeys(uint32(wi))
+		ws.lookup.each(func(b blockRef) {
 			switch {
 			case err != nil:
 			case !liveBlock(t, b) || !t.holds(b, uint32(wi)):
-				err = fmt.Errorf("%v names %d block %x, which it does not hold", ws.w, h, b)
-			case t.name(b, uint32(wi)) != h:
-				err = fmt.Errorf("%v names block %x %d in its lookup, %d in the tree", ws.w, b, h, t.name(b, uint32(wi)))
+				err = fmt.Errorf("%v names block %x, which it does not hold", ws.w, b)
+			default:
+				if got, ok := ws.lookup.get(t.name(b, uint32(wi)), &ks); !ok || blockRef(got&^slotAliased) != b {
+					err = fmt.Errorf("%v's lookup holds block %x, but its name %d finds %x (%v)", ws.w, b, t.name(b, uint32(wi)), got, ok)
+				}
 			}
 		})
 		if err != nil {
@@ -217,7 +225,7 @@ func checkWorkers(t *tree) error {
 				return fmt.Errorf("%v holds block %x unnamed, but its run does not list it", ws.w, b)
 			}
 		}
-		if err := checkHashTable(&ws.lookup); err != nil {
+		if err := checkNameTable(&ws.lookup, &ks); err != nil {
 			return fmt.Errorf("%v: %w", ws.w, err)
 		}
 	}
@@ -236,8 +244,9 @@ func checkWorkers(t *tree) error {
 		for _, h := range r.holders {
 			for off := range h.cut {
 				b := mkRef(r.seg, r.lo+off)
-				got, named := t.workers[h.wi].lookup.get(t.name(b, h.wi))
-				named = named && blockRef(got) == b
+				ks := t.nameKeys(h.wi)
+				got, named := t.workers[h.wi].lookup.get(t.name(b, h.wi), &ks)
+				named = named && blockRef(got&^slotAliased) == b
 				if named == t.isGhost(h.wi, b) {
 					return fmt.Errorf("block %x: holder %v names it %v, holds it unnamed %v (want exactly one)", b, t.workers[h.wi].w, named, t.isGhost(h.wi, b))
 				}
@@ -304,6 +313,52 @@ func checkHashTable(m *hashTable) error {
 	slots := len(m.groups) * groupSlots
 	if n != m.count || m.growthLeft != slots*3/4-n-tombs || m.growthLeft < 0 {
 		return fmt.Errorf("table counts %d entries and room for %d, holds %d and %d tombstones in %d slots", m.count, m.growthLeft, n, tombs, slots)
+	}
+	return nil
+}
+
+// checkNameTable checks a name table's layout: every entry's tag, that
+// find finds it where it is, that the aliased mark agrees with the
+// tree's, the counts, and every half's overflow count (recounted from
+// each entry's probe, unless saturated).
+func checkNameTable(m *nameTable, ks *nameKeys) error {
+	n := 0
+	overflows := make([]int, len(m.halves))
+	for i := range m.halves {
+		hf := &m.halves[i]
+		for j := range groupSlots {
+			switch c := hf.ctrl >> (8 * j) & 0xff; {
+			case c == 0:
+				if hf.slots[j] != 0 {
+					return fmt.Errorf("empty slot %d of half %d holds %x", j, i, hf.slots[j])
+				}
+			default:
+				n++
+				v := hf.slots[j]
+				k := ks.of(v)
+				if c != slotUsed|hashOf(k)&0x7f {
+					return fmt.Errorf("name %d in half %d slot %d has control byte %#x, want %#x", k, i, j, c, slotUsed|hashOf(k)&0x7f)
+				}
+				if _, aliased := ks.aliases[aliasKey{blockRef(v &^ slotAliased), ks.wi}]; aliased != (v&slotAliased != 0) {
+					return fmt.Errorf("name %d in half %d slot %d: aliased mark %v, alias in the tree %v", k, i, j, v&slotAliased != 0, aliased)
+				}
+				if _, ok, at := m.find(k, ks); !ok || at != i<<slotShift|j {
+					return fmt.Errorf("name %d in half %d slot %d is found %v at %d", k, i, j, ok, at)
+				}
+				p := m.probeOf(hashOf(k))
+				for h := p.h; h != uint(i); h = p.next() {
+					overflows[h]++
+				}
+			}
+		}
+	}
+	for i := range m.halves {
+		if got := int(m.halves[i].ctrl >> 56); got != 255 && got != overflows[i] {
+			return fmt.Errorf("half %d counts %d overflows, %d names passed it", i, got, overflows[i])
+		}
+	}
+	if n != m.count || m.growthLeft != nameCapacity(len(m.halves))-n || m.growthLeft < 0 {
+		return fmt.Errorf("table counts %d entries and room for %d, holds %d in %d halves", m.count, m.growthLeft, n, len(m.halves))
 	}
 	return nil
 }

@@ -44,21 +44,22 @@ func (t *tree) leave(wi uint32, b blockRef) {
 func (t *tree) removed(w Worker, _ uint64, hashes []uint64, r *report) {
 	wi := t.intern(w)
 	lookup := &t.workers[wi].lookup
-	for i := 0; i < prefetchDistance; i += prefetchBatch {
+	ks := t.nameKeys(wi)
+	for i := 0; i < prefetchDistance; i += 2 * prefetchBatch {
 		prefetchNames(lookup, hashes, i)
 	}
 	var tail tailEater
 	for i, h := range hashes {
-		if i%prefetchBatch == 0 {
+		if i%(2*prefetchBatch) == 0 {
 			prefetchNames(lookup, hashes, i+prefetchDistance)
 		}
-		v, ok, at := lookup.find(h)
+		v, ok, at := lookup.find(h, &ks)
 		if !ok {
 			t.violation(wi, r, ViolationBlockNotFound, h, 0)
 			continue
 		}
-		lookup.delAt(at)
-		b := blockRef(v)
+		lookup.delAt(at, h)
+		b := blockRef(v &^ slotAliased)
 		if tail.eats(b) {
 			continue
 		}

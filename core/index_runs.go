@@ -229,7 +229,7 @@ func (t *tree) newRun() uint32 {
 func (t *tree) startRun(x, l uint64, n int) uint32 {
 	sid := t.newSegment(n)
 	id := t.newRun()
-	t.appendBlock(sid, l, x)
+	t.appendBlock(sid, l, x, 1)
 	s := &t.segs[sid]
 	s.runs = append(s.runs, segRun{lo: 0, id: id})
 	r := &t.runs[id]
@@ -250,10 +250,11 @@ func (t *tree) canExtend(id uint32) bool {
 	return r.hi == s.end() && s.runs[len(s.runs)-1].id == id
 }
 
-// extend appends block (x, l), held by nobody yet, to run id.
-func (t *tree) extend(id uint32, x, l uint64) blockRef {
+// extend appends block (x, l), held by nobody yet, to run id, the first
+// of n blocks the store brings (the segment grows once for them all).
+func (t *tree) extend(id uint32, x, l uint64, n int) blockRef {
 	r := &t.runs[id]
-	t.appendBlock(r.seg, l, x)
+	t.appendBlock(r.seg, l, x, n)
 	r.hi++
 	t.live++
 	return r.last()

@@ -59,7 +59,7 @@ func (t *tree) top(b blockRef) blockRef {
 func (t *tree) newBlock(cur blockRef, x, l uint64, n int) blockRef {
 	p := t.endRunAt(cur)
 	if t.canExtend(p) {
-		return t.extend(p, x, l)
+		return t.extend(p, x, l, n)
 	}
 	c := t.startRun(x, l, n)
 	t.link(p, c)
@@ -88,20 +88,22 @@ func (t *tree) stored(w Worker, _ uint64, parent *uint64, blocks []StoredBlock, 
 	wi := t.intern(w)
 	cur := rootRef
 	if parent != nil {
-		p, ok := t.workers[wi].lookup.get(*parent)
+		ks := t.nameKeys(wi)
+		p, ok := t.workers[wi].lookup.get(*parent, &ks)
 		if !ok {
 			if !more {
 				t.violation(wi, r, ViolationParentNotFound, *parent, 0)
 			}
 			return false
 		}
-		cur = blockRef(p)
+		cur = blockRef(p &^ slotAliased)
 	}
 	t.topValid = false
 	lookup := &t.workers[wi].lookup
 	// Each block the store names is a new name of wi's (but for a block it
 	// already holds): grow its table once, before the probes start.
-	lookup.reserve(len(blocks))
+	ks := t.nameKeys(wi)
+	lookup.reserve(len(blocks), &ks)
 	for i := 0; i < prefetchDistance; i += 2 * prefetchBatch {
 		prefetchStored(lookup, blocks, i)
 	}
@@ -115,8 +117,9 @@ func (t *tree) stored(w Worker, _ uint64, parent *uint64, blocks []StoredBlock, 
 		n := t.child(cur, l)
 		// One probe for a new name: where x was not found is where bind
 		// puts it (at), as nothing changes the lookup in between.
-		v, named, at := lookup.find(x)
-		old := blockRef(v)
+		ks.segs = t.segs // the tree's arrays move as it grows
+		v, named, at := lookup.find(x, &ks)
+		old := blockRef(v &^ slotAliased)
 		fresh := false
 		switch {
 		case n != noRef:
@@ -168,6 +171,7 @@ func (t *tree) appendFresh(wi uint32, last blockRef, rest []StoredBlock) int {
 	sid := r.seg
 	s := &t.segs[sid]
 	lookup := &t.workers[wi].lookup
+	ks := t.nameKeys(wi)
 	// The segment's arrays and the next block's ref are kept in locals (the
 	// compiler would otherwise store them back through s at every block).
 	locals, exts := s.locals, s.exts
@@ -178,16 +182,22 @@ func (t *tree) appendFresh(wi uint32, last blockRef, rest []StoredBlock) int {
 			prefetchStored(lookup, rest, n+prefetchDistance)
 		}
 		x, l := rest[n].BlockHash, rest[n].TokensHash
-		if !lookup.add(x, uint64(next)) {
-			break // x names a block of wi already: the general step's case
-		}
 		if len(locals) == cap(locals) {
 			s.locals, s.exts = locals, exts
-			t.grow(sid)
+			t.grow(sid, len(rest)-n)
 			locals, exts = s.locals, s.exts
 		}
 		locals = append(locals, l)
 		exts = append(exts, x)
+		// The name table checks a candidate slot against its block's name
+		// in the segment, which may be one appended here: keep the
+		// segment's names current.
+		s.exts = exts
+		if !lookup.add(x, uint64(next), &ks) {
+			// x names a block of wi already: the general step's case.
+			locals, exts = locals[:len(locals)-1], exts[:len(exts)-1]
+			break
+		}
 		next++
 	}
 	s.locals, s.exts = locals, exts
@@ -210,26 +220,42 @@ const (
 	prefetchDistance = 16
 )
 
-// prefetchNames starts the lookups of names[i:i+prefetchBatch].
-func prefetchNames(m *hashTable, names []uint64, i int) {
-	if len(m.groups) == 0 || i >= len(names) {
+// prefetchNames starts the lookups of names[i:i+2*prefetchBatch]: the
+// home halves of their buckets, where nearly every name is found, or its
+// absence seen (a new name's slot is in that line too).
+func prefetchNames(m *nameTable, names []uint64, i int) {
+	if len(m.halves) == 0 || i >= len(names) {
 		return
 	}
+	var lines [8]unsafe.Pointer
 	last := len(names) - 1
-	m.prefetch4(names[i], names[min(i+1, last)], names[min(i+2, last)], names[min(i+3, last)])
+	for j := 0; j < 4; j++ {
+		b := m.bucketAddr(names[min(i+j, last)])
+		lines[2*j], lines[2*j+1] = b, unsafe.Add(b, 64)
+	}
+	prefetch8(&lines)
+	for j := 4; j < 8; j++ {
+		b := m.bucketAddr(names[min(i+j, last)])
+		lines[2*(j-4)], lines[2*(j-4)+1] = b, unsafe.Add(b, 64)
+	}
+	prefetch8(&lines)
 }
 
-// prefetchStored starts the lookups of the names of
-// blocks[i:i+2*prefetchBatch]: their home groups' first cache lines, where
-// an absent name's probe ends (a new name's slot is written, not read).
-func prefetchStored(m *hashTable, blocks []StoredBlock, i int) {
-	if len(m.groups) == 0 || i >= len(blocks) {
+// prefetchStored is prefetchNames for the names of a store's blocks.
+func prefetchStored(m *nameTable, blocks []StoredBlock, i int) {
+	if len(m.halves) == 0 || i >= len(blocks) {
 		return
 	}
 	var lines [8]unsafe.Pointer
 	last := len(blocks) - 1
-	for j := range lines {
-		lines[j] = m.homeAddr(blocks[min(i+j, last)].BlockHash)
+	for j := 0; j < 4; j++ {
+		b := m.bucketAddr(blocks[min(i+j, last)].BlockHash)
+		lines[2*j], lines[2*j+1] = b, unsafe.Add(b, 64)
+	}
+	prefetch8(&lines)
+	for j := 4; j < 8; j++ {
+		b := m.bucketAddr(blocks[min(i+j, last)].BlockHash)
+		lines[2*(j-4)], lines[2*(j-4)+1] = b, unsafe.Add(b, 64)
 	}
 	prefetch8(&lines)
 }
@@ -241,12 +267,13 @@ func prefetchStored(m *hashTable, blocks []StoredBlock, i int) {
 // taken from it first: see ghost.) at is where find placed x, or -1.
 func (t *tree) bind(wi uint32, b blockRef, x uint64, at int) {
 	ws := &t.workers[wi]
+	ks := t.nameKeys(wi)
 	id, off := t.runAt(b)
 	if c := t.runs[id].cut(wi); c > off {
 		if t.isGhost(wi, b) {
 			delete(ws.ghosts, b)
 		} else {
-			ws.lookup.del(t.name(b, wi))
+			ws.lookup.del(t.name(b, wi), &ks)
 			delete(t.aliases, aliasKey{b, wi})
 		}
 		at = -1 // the lookup changed
@@ -261,11 +288,15 @@ func (t *tree) bind(wi uint32, b blockRef, x uint64, at int) {
 		}
 		t.runs[id].setCut(wi, off+1)
 	}
-	if !ws.lookup.insertAt(at, x, uint64(b)) {
-		ws.lookup.put(x, uint64(b))
-	}
+	v := uint64(b)
 	if x != t.extOf(b) {
+		// Before the insert: a lookup reads a slot's alias back.
 		t.runs[id].flags |= runAlias
 		t.aliases[aliasKey{b, wi}] = x
+		v |= slotAliased
+	}
+	if !ws.lookup.insertAt(at, x, v) {
+		ks.segs = t.segs
+		ws.lookup.put(x, v, &ks)
 	}
 }

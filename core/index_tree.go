@@ -18,6 +18,10 @@ type tree struct {
 	live      uint64 // blocks in the tree
 	childMaps []hashTable
 	freeMaps  []uint32
+	// rootFilter answers most lookups of a first block no run starts with.
+	rootFilter rootFilter
+	// nameScratch is the name tables' growth memory (nameTable.grow).
+	nameScratch []nameEntry
 
 	// aliases holds a holder's external hash for a block when it differs
 	// from the block's own. Healthy clusters, whose engines agree on
@@ -52,7 +56,7 @@ type wstate struct {
 	w          Worker
 	live       bool
 	unstable   bool
-	lookup     hashTable // external hash -> blockRef
+	lookup     nameTable // external hash -> blockRef
 	violations [NumViolations]uint64
 	// ghosts are blocks the worker still holds after it reused their name
 	// for another block (ViolationNameReused), as Dynamo keeps them: no
@@ -161,7 +165,8 @@ func (t *tree) isGhost(wi uint32, b blockRef) bool {
 // x is about to name another block of wi.
 func (t *tree) ghost(wi uint32, old blockRef, x uint64) {
 	ws := &t.workers[wi]
-	ws.lookup.del(x)
+	ks := t.nameKeys(wi)
+	ws.lookup.del(x, &ks)
 	delete(t.aliases, aliasKey{old, wi})
 	if ws.ghosts == nil {
 		ws.ghosts = map[blockRef]struct{}{}
@@ -201,8 +206,7 @@ func (t *tree) rejectSelfReference(w Worker, h uint64, r *report) {
 func (t *tree) clear(wi uint32) {
 	ws := &t.workers[wi]
 	held := t.clearRuns[:0]
-	ws.lookup.each(func(_, v uint64) {
-		b := blockRef(v)
+	ws.lookup.each(func(b blockRef) {
 		id, _ := t.runAt(b)
 		if t.runs[id].flags&runAlias != 0 {
 			delete(t.aliases, aliasKey{b, wi})

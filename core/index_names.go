@@ -1,0 +1,413 @@
+package core
+
+import (
+	"math/bits"
+	"unsafe"
+)
+
+// nameTable is a worker's names: its external hashes -> the blocks it
+// holds by them. It is the index's hottest structure (on the replayed
+// traces nearly every stored and removed block is one insert or delete in
+// a table larger than the cache), so it is built to touch one cache line
+// per operation:
+//
+//   - A slot holds only the block (8 bytes), not the name: the name is
+//     the block's own external hash, kept in its segment, or, for the rare
+//     holder that names a block otherwise (slotAliased), its alias. A
+//     lookup checks a candidate's name there; a 7-bit tag per slot makes a
+//     candidate that is not the name rare (a few per hundred lookups).
+//   - Slots come in halves of seven with their control word: 64 bytes,
+//     one line. Two halves make a bucket; a key's home is one half, its
+//     bucket's other half the first place it overflows to, and a caller
+//     prefetches the bucket (both lines) ahead of the lookup.
+//   - Instead of tombstones, each half counts the names that overflowed
+//     past it (as Facebook's F14 does): a lookup stops at the first half
+//     without the key whose count is zero, and a delete simply empties
+//     its slot. Engines evict as fast as they store, and tombstones would
+//     fill exactly the groups that are busiest.
+//
+// The cost of not holding the names: growing the table reads each name
+// back from its block, which rehash prefetches.
+type nameTable struct {
+	halves     []nameHalf // a power of two of them, at least two; or none
+	count      int
+	growthLeft int   // inserts before the table must grow (load at most 7/8)
+	shift      uint8 // 64 - log2(len(halves))
+}
+
+type nameHalf struct {
+	// ctrl has one byte per slot, 0 when it is empty, else slotUsed |
+	// the tag of the slot's name (its hash's low 7 bits), and in its top
+	// byte the half's overflow count (saturating: at 255 it stays). An
+	// empty half is all zeros, so a new table needs no pass to set it up
+	// beyond the allocator's zeroing.
+	ctrl  uint64
+	slots [groupSlots]uint64 // slotAliased | blockRef
+}
+
+// slotAliased marks a slot whose block the worker names by an alias
+// (tree.aliases), not by the block's external hash. Block refs never use
+// the top bit (a segment id is far below 2^31).
+const slotAliased = 1 << 63
+
+const (
+	slotUsed     = 0x80
+	overflowUnit = 1 << 56
+	overflowMax  = 0xff << 56
+)
+
+// nameKeys reads names back from the tree for worker wi.
+type nameKeys struct {
+	segs    []blockSegment
+	aliases map[aliasKey]uint64
+	wi      uint32
+	// scratch is grow's memory, kept by the tree for the next growth (of
+	// any worker); nil: grow allocates its own.
+	scratch *[]nameEntry
+}
+
+func (t *tree) nameKeys(wi uint32) nameKeys {
+	return nameKeys{segs: t.segs, aliases: t.aliases, wi: wi, scratch: &t.nameScratch}
+}
+
+// of returns the name a slot's entry stands for.
+func (ks *nameKeys) of(v uint64) uint64 {
+	b := blockRef(v &^ slotAliased)
+	if v&slotAliased != 0 {
+		return ks.aliases[aliasKey{b, ks.wi}]
+	}
+	s := &ks.segs[b.seg()]
+	return s.exts[b.pos()-s.base]
+}
+
+func (m *nameTable) len() int { return m.count }
+
+// probe is the sequence of halves a key visits: its home, its bucket's
+// other half, then the halves of buckets at triangular steps (which reach
+// every bucket of a power-of-two table), the home side of each first.
+type probe struct {
+	h, mask, side uint
+	bucket, step  uint
+}
+
+func (m *nameTable) probeOf(h uint64) probe {
+	home := uint(h >> m.shift)
+	return probe{h: home, mask: uint(len(m.halves)/2 - 1), side: home & 1, bucket: home >> 1}
+}
+
+// next moves p to the next half and returns its index.
+func (p *probe) next() uint {
+	if p.h&1 == p.side {
+		p.h ^= 1
+		return p.h
+	}
+	p.step++
+	p.bucket = (p.bucket + p.step) & p.mask
+	p.h = p.bucket<<1 | p.side
+	return p.h
+}
+
+// find looks k up. at is its slot (half<<slotShift | slot) when found;
+// when k is absent it is the first free slot on k's probe, where insertAt
+// puts it, provided the table did not change in between (-1: none).
+func (m *nameTable) find(k uint64, ks *nameKeys) (v uint64, ok bool, at int) {
+	if len(m.halves) == 0 {
+		return 0, false, -1
+	}
+	h := hashOf(k)
+	tags := bytesLSB * (slotUsed | h&0x7f)
+	p := m.probeOf(h)
+	free := -1
+	// The counts end every probe of an absent key but in a pathological
+	// table (each half passed by some overflow): then it stops when it
+	// has seen every half.
+	for i, seen := p.h, 0; seen < len(m.halves); i, seen = p.next(), seen+1 {
+		hf := &m.halves[i]
+		ctrl := hf.ctrl
+		x := ctrl ^ tags
+		for c := (x - bytesLSB) &^ x & slotsMSB; c != 0; c &= c - 1 {
+			j := firstByte(c)
+			if j < groupSlots && ks.of(hf.slots[j]) == k {
+				return hf.slots[j], true, int(i)<<slotShift | j
+			}
+		}
+		if free < 0 {
+			if f := ^ctrl & slotsMSB; f != 0 {
+				free = int(i)<<slotShift | firstByte(f)
+			}
+		}
+		if ctrl&overflowMax == 0 {
+			break
+		}
+	}
+	return 0, false, free
+}
+
+func (m *nameTable) get(k uint64, ks *nameKeys) (uint64, bool) {
+	v, ok, _ := m.find(k, ks)
+	return v, ok
+}
+
+// insertAt puts k -> v, k absent, into the free slot at that find
+// returned, counting the overflow on every half k's probe passes on the
+// way. It reports false (doing nothing) when the table must grow first or
+// at is -1; the caller then uses put.
+func (m *nameTable) insertAt(at int, k, v uint64) bool {
+	if at < 0 || m.growthLeft == 0 {
+		return false
+	}
+	half := uint(at) >> slotShift
+	j := uint(at) & (1<<slotShift - 1)
+	p := m.probeOf(hashOf(k))
+	for i := p.h; i != half; i = p.next() {
+		if c := &m.halves[i].ctrl; *c&overflowMax != overflowMax {
+			*c += overflowUnit
+		}
+	}
+	hf := &m.halves[half]
+	setCtrl(&hf.ctrl, j, slotUsed|hashOf(k)&0x7f)
+	hf.slots[j] = v
+	m.count++
+	m.growthLeft--
+	return true
+}
+
+// add puts k -> v unless k is there already, reporting whether it was
+// absent. The store of a new block does this for each of its names, so
+// the common case is written out: no candidate in k's home half, whose
+// overflow count is zero (so k is nowhere else) and which has room.
+func (m *nameTable) add(k, v uint64, ks *nameKeys) bool {
+	if len(m.halves) > 0 && m.growthLeft > 0 {
+		h := hashOf(k)
+		hf := &m.halves[uint(h>>m.shift)]
+		ctrl := hf.ctrl
+		tag := slotUsed | h&0x7f
+		x := ctrl ^ (bytesLSB * tag)
+		if (x-bytesLSB)&^x&slotsMSB == 0 && ctrl&overflowMax == 0 {
+			if f := ^ctrl & slotsMSB; f != 0 {
+				j := uint(firstByte(f))
+				hf.ctrl = ctrl&^(0xff<<(8*j)) | tag<<(8*j)
+				hf.slots[j%groupSlots] = v
+				m.count++
+				m.growthLeft--
+				return true
+			}
+		}
+	}
+	_, ok, at := m.find(k, ks)
+	if ok {
+		return false
+	}
+	if !m.insertAt(at, k, v) {
+		// Full, or no free slot before the probe's end: place it further.
+		if m.growthLeft == 0 {
+			m.grow(m.count+1, ks)
+		}
+		m.insertNew(k, v)
+	}
+	return true
+}
+
+// put sets k to v.
+func (m *nameTable) put(k, v uint64, ks *nameKeys) {
+	_, ok, at := m.find(k, ks)
+	if ok {
+		m.halves[uint(at)>>slotShift].slots[uint(at)&(1<<slotShift-1)] = v
+		return
+	}
+	if !m.insertAt(at, k, v) {
+		// Full, or no free slot before the probe's end: place it further.
+		if m.growthLeft == 0 {
+			m.grow(m.count+1, ks)
+		}
+		m.insertNew(k, v)
+	}
+}
+
+// insertNew puts k, known absent, into a table with room for it.
+func (m *nameTable) insertNew(k, v uint64) {
+	h := hashOf(k)
+	p := m.probeOf(h)
+	for i := p.h; ; i = p.next() {
+		hf := &m.halves[i]
+		if f := ^hf.ctrl & slotsMSB; f != 0 {
+			setCtrl(&hf.ctrl, uint(firstByte(f)), slotUsed|h&0x7f)
+			hf.slots[firstByte(f)] = v
+			m.count++
+			m.growthLeft--
+			return
+		}
+		if hf.ctrl&overflowMax != overflowMax {
+			hf.ctrl += overflowUnit
+		}
+	}
+}
+
+// del removes k, reporting whether it was there.
+func (m *nameTable) del(k uint64, ks *nameKeys) bool {
+	_, ok, at := m.find(k, ks)
+	if ok {
+		m.delAt(at, k)
+	}
+	return ok
+}
+
+// delAt removes k, found in slot at: the slot becomes empty, and the
+// halves k's probe passed on the way there count one overflow fewer.
+func (m *nameTable) delAt(at int, k uint64) {
+	half := uint(at) >> slotShift
+	j := uint(at) & (1<<slotShift - 1)
+	p := m.probeOf(hashOf(k))
+	for i := p.h; i != half; i = p.next() {
+		if c := &m.halves[i].ctrl; *c&overflowMax != overflowMax {
+			*c -= overflowUnit
+		}
+	}
+	hf := &m.halves[half]
+	setCtrl(&hf.ctrl, j, 0)
+	hf.slots[j] = 0
+	m.count--
+	m.growthLeft++
+}
+
+// reserve makes room for n more names at once: a store of n new blocks
+// grows its worker's table once, to the size it needs.
+func (m *nameTable) reserve(n int, ks *nameKeys) {
+	if n > m.growthLeft {
+		m.grow(m.count+n, ks)
+	}
+}
+
+func nameCapacity(halves int) int { return halves * groupSlots * 7 / 8 }
+
+// grow moves every entry into a table with room for need names: four
+// times larger while it is small (under nameQuadrupleMax halves), twice
+// beyond. A worker that grows keeps growing, and quadrupling moves each
+// name about a third as often as doubling; past a few tens of kilobytes
+// the memory (and its first-touch page faults) costs more than the moves
+// saved, as measured on the replayed traces.
+//
+// It reads each entry's name back (to hash it) before placing any: a
+// gather whose misses overlap, the segments of the entries
+// 4*namePrefetch ahead and the names 2*namePrefetch ahead being fetched
+// while the current one is read.
+func (m *nameTable) grow(need int, ks *nameKeys) {
+	n := max(2, len(m.halves))
+	for nameCapacity(n) < need {
+		if n < nameQuadrupleMax {
+			n *= 4
+		} else {
+			n *= 2
+		}
+	}
+	old := m.halves
+	m.halves = make([]nameHalf, n)
+	m.shift = uint8(64 - bits.TrailingZeros(uint(n)))
+	m.count = 0
+	m.growthLeft = nameCapacity(n)
+	if len(old) == 0 {
+		return
+	}
+	var entries []nameEntry
+	if ks.scratch != nil {
+		entries = (*ks.scratch)[:0]
+	}
+	for i := range old {
+		hf := &old[i]
+		for c := hf.ctrl & slotsMSB; c != 0; c &= c - 1 {
+			entries = append(entries, nameEntry{v: hf.slots[firstByte(c)]})
+		}
+	}
+	for i := 0; i < 4*namePrefetch; i += namePrefetch {
+		ks.prefetchSegments(entries, i)
+	}
+	for i := 0; i < 2*namePrefetch; i += namePrefetch {
+		ks.prefetchNames(entries, i)
+	}
+	for i := range entries {
+		if i%namePrefetch == 0 {
+			ks.prefetchSegments(entries, i+4*namePrefetch)
+			ks.prefetchNames(entries, i+2*namePrefetch)
+		}
+		entries[i].k = ks.of(entries[i].v)
+	}
+	for _, e := range entries {
+		m.insertNew(e.k, e.v)
+	}
+	// The scratch is kept (fresh pages cost a process that has just
+	// started as much as the moves), unless it is large.
+	if ks.scratch != nil && cap(entries) <= nameScratchMax {
+		*ks.scratch = entries[:0]
+	}
+}
+
+// nameScratchMax bounds the scratch the tree keeps: 1 MiB.
+const nameScratchMax = 1 << 16
+
+// nameQuadrupleMax is the table size (64 KiB) from which grow doubles.
+const nameQuadrupleMax = 1024
+
+type nameEntry struct{ v, k uint64 }
+
+// namePrefetch is how many names grow fetches at once.
+const namePrefetch = 8
+
+// prefetchSegments starts fetching the segments of the blocks of
+// vs[i:i+8], prefetchNames their external hashes (once their segments are
+// in: the hash's address is in the segment).
+func (ks *nameKeys) prefetchSegments(vs []nameEntry, i int) {
+	if i >= len(vs) {
+		return
+	}
+	var lines [8]unsafe.Pointer
+	for j := range lines {
+		b := blockRef(vs[min(i+j, len(vs)-1)].v &^ slotAliased)
+		lines[j] = unsafe.Pointer(&ks.segs[b.seg()])
+	}
+	prefetch8(&lines)
+}
+
+func (ks *nameKeys) prefetchNames(vs []nameEntry, i int) {
+	if i >= len(vs) {
+		return
+	}
+	var lines [8]unsafe.Pointer
+	for j := range lines {
+		v := vs[min(i+j, len(vs)-1)].v
+		b := blockRef(v &^ slotAliased)
+		s := &ks.segs[b.seg()]
+		lines[j] = unsafe.Pointer(s)
+		if v&slotAliased == 0 {
+			lines[j] = unsafe.Pointer(&s.exts[b.pos()-s.base])
+		}
+	}
+	prefetch8(&lines)
+}
+
+// bucketAddr returns the address of k's bucket (both halves: 128 bytes),
+// for prefetching; the table must not be empty.
+func (m *nameTable) bucketAddr(k uint64) unsafe.Pointer {
+	return unsafe.Pointer(&m.halves[uint(hashOf(k)>>m.shift)&^1])
+}
+
+// each calls f for every block the table holds (slotAliased cleared), in
+// slot order; f must not change the table.
+func (m *nameTable) each(f func(b blockRef)) {
+	for i := range m.halves {
+		hf := &m.halves[i]
+		for c := hf.ctrl & slotsMSB; c != 0; c &= c - 1 {
+			f(blockRef(hf.slots[firstByte(c)] &^ slotAliased))
+		}
+	}
+}
+
+// reset empties the table, keeping its memory unless it is large.
+func (m *nameTable) reset() {
+	if len(m.halves) > 256 {
+		*m = nameTable{}
+		return
+	}
+	clear(m.halves)
+	m.count = 0
+	m.growthLeft = nameCapacity(len(m.halves))
+}

@@ -1,0 +1,156 @@
+package core
+
+import (
+	"math/rand/v2"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// nameSpace is a stand-in tree for name table tests: one segment whose
+// blocks' external hashes are the names, and aliases for some.
+type nameSpace struct {
+	segs    []blockSegment
+	aliases map[aliasKey]uint64
+}
+
+func newNameSpace() *nameSpace {
+	return &nameSpace{segs: make([]blockSegment, 2), aliases: map[aliasKey]uint64{}}
+}
+
+func (s *nameSpace) keys() nameKeys { return nameKeys{segs: s.segs, aliases: s.aliases, wi: 3} }
+
+// block adds a block whose own name is ext and returns its slot value;
+// named otherwise (alias != ext), it is marked so.
+func (s *nameSpace) block(ext, alias uint64) uint64 {
+	seg := &s.segs[1]
+	b := mkRef(1, uint32(len(seg.exts)))
+	seg.exts = append(seg.exts, ext)
+	seg.locals = append(seg.locals, 0)
+	if alias == ext {
+		return uint64(b)
+	}
+	s.aliases[aliasKey{b, 3}] = alias
+	return uint64(b) | slotAliased
+}
+
+// TestNameTableAgreesWithAMap drives a name table and a Go map with the
+// same random adds, puts (some by alias) and deletes over small and
+// large name spaces (long probes, overflow counts, wrap-around, name 0)
+// and compares them throughout, the table's layout included.
+func TestNameTableAgreesWithAMap(t *testing.T) {
+	for _, space := range []uint64{16, 1000, 1 << 40} {
+		rng := rand.New(rand.NewPCG(space, 11))
+		ns := newNameSpace()
+		var m nameTable
+		want := map[uint64]uint64{}
+		for i := range 40000 {
+			k := rng.Uint64N(space)
+			if space > 1000 && i%3 == 0 {
+				k = uint64(i % 64) // small, poorly mixed names too
+			}
+			ks := ns.keys()
+			_, had := want[k]
+			switch op := rng.IntN(4); op {
+			case 0: // a new block, named by its own hash
+				v := ns.block(k, k)
+				ks = ns.keys()
+				require.Equal(t, !had, m.add(k, v, &ks))
+				if !had {
+					want[k] = v
+				}
+			case 1: // a new block named by an alias, or renamed to one
+				if had {
+					require.True(t, m.del(k, &ks))
+				}
+				v := ns.block(rng.Uint64(), k)
+				ks = ns.keys()
+				m.put(k, v, &ks)
+				want[k] = v
+			default:
+				require.Equal(t, had, m.del(k, &ks))
+				delete(want, k)
+			}
+			if i%2000 == 0 {
+				require.NoError(t, checkNameTable(&m, &ks))
+			}
+			v, ok := m.get(k, &ks)
+			wv, wok := want[k]
+			require.Equal(t, wok, ok)
+			require.Equal(t, wv, v)
+		}
+		ks := ns.keys()
+		require.NoError(t, checkNameTable(&m, &ks))
+		require.Equal(t, len(want), m.len())
+		got := map[blockRef]bool{}
+		m.each(func(b blockRef) { got[b] = true })
+		for _, v := range want {
+			require.True(t, got[blockRef(v&^slotAliased)])
+		}
+		require.Len(t, got, len(want))
+		m.reset()
+		require.Zero(t, m.len())
+		_, ok := m.get(0, &ks)
+		require.False(t, ok)
+		require.False(t, m.del(0, &ks))
+	}
+}
+
+// An engine's cache stores and evicts blocks forever at a steady size:
+// the table must stay at its size (a delete frees its slot at once, and
+// the overflow counts go back down), and every name stays found.
+func TestNameTableChurnKeepsItsSize(t *testing.T) {
+	const live = 5000
+	rng := rand.New(rand.NewPCG(3, 4))
+	ns := newNameSpace()
+	var m nameTable
+	var names []uint64
+	for range live {
+		k := rng.Uint64()
+		names = append(names, k)
+		ks := ns.keys()
+		v := ns.block(k, k)
+		ks.segs = ns.segs
+		require.True(t, m.add(k, v, &ks))
+	}
+	size := len(m.halves)
+	for round := range 100_000 {
+		i := rng.IntN(live)
+		ks := ns.keys()
+		require.True(t, m.del(names[i], &ks))
+		names[i] = rng.Uint64()
+		v := ns.block(names[i], names[i])
+		ks = ns.keys()
+		require.True(t, m.add(names[i], v, &ks))
+		if round%20000 == 0 {
+			require.NoError(t, checkNameTable(&m, &ks))
+		}
+	}
+	ks := ns.keys()
+	require.NoError(t, checkNameTable(&m, &ks))
+	require.Equal(t, live, m.len())
+	assert.Equal(t, size, len(m.halves), "the table grew under churn at a steady size")
+	for _, k := range names {
+		_, ok := m.get(k, &ks)
+		require.True(t, ok)
+	}
+}
+
+// A store reserves room for its names up front, so the table grows once
+// per store, not once per insert, and an insert never grows it after.
+func TestNameTableReserve(t *testing.T) {
+	ns := newNameSpace()
+	var m nameTable
+	ks := ns.keys()
+	m.reserve(1000, &ks)
+	require.GreaterOrEqual(t, m.growthLeft, 1000)
+	halves := len(m.halves)
+	for k := range uint64(1000) {
+		v := ns.block(k, k)
+		ks = ns.keys()
+		require.True(t, m.add(k, v, &ks))
+	}
+	require.Equal(t, halves, len(m.halves))
+	require.NoError(t, checkNameTable(&m, &ks))
+}

@@ -1,0 +1,104 @@
+package core
+
+// rootFilter is a Bloom filter over the local hashes of the root's
+// children: a query (or a store) whose first block no run starts with is
+// told so from the filter, four to eight bytes a child and so mostly in
+// cache, instead of by a probe into the root's child table, a cache miss.
+// On the replayed traces about half of all routing probes start with a
+// block no worker holds: a prompt nobody has sent before. A key sets two
+// bits of one word (one memory access a lookup); at 32 to 64 bits a key,
+// under one absent key in a hundred passes.
+//
+// Bits are set as children are linked and never cleared; a removal only
+// counts, and once removals reach half the keys set the filter is built
+// again from the children, as it is when it fills up (32 bits a key), so
+// each rebuild is paid for by as many changes as it reads.
+type rootFilter struct {
+	bits  []uint64 // a power of two of words; none: no filter, every key may be there
+	keys  int      // keys set since the last build
+	stale int      // children unlinked since then
+}
+
+// rootFilterMin is the child count at which the root gets a filter: below
+// it the root's children are few enough to stay in cache.
+const rootFilterMin = 64
+
+// bitsOf returns the word and two bits of local hash l (bits must not
+// be empty). It uses hash bits that neither the child table's groups (the
+// top ones) nor its tags (the low seven) use.
+func (f *rootFilter) bitsOf(l uint64) (word int, bits uint64) {
+	h := hashOf(l) >> 7
+	return int(h>>12) & (len(f.bits) - 1), 1<<(h&63) | 1<<(h>>6&63)
+}
+
+// mayHold reports whether some child of the root may start with l.
+func (f *rootFilter) mayHold(l uint64) bool {
+	if len(f.bits) == 0 {
+		return true
+	}
+	w, b := f.bitsOf(l)
+	return f.bits[w]&b == b
+}
+
+// linked notes a new child of the root under key l.
+func (t *tree) rootLinked(l uint64) {
+	f := &t.rootFilter
+	if len(f.bits) == 0 {
+		if t.runs[rootRun].childMap != 0 && t.rootChildren() >= rootFilterMin {
+			t.rebuildRootFilter()
+		}
+		return
+	}
+	f.keys++
+	if 32*f.keys > 64*len(f.bits) {
+		t.rebuildRootFilter()
+		return
+	}
+	w, b := f.bitsOf(l)
+	f.bits[w] |= b
+}
+
+// rootUnlinked notes that a child of the root left.
+func (t *tree) rootUnlinked() {
+	f := &t.rootFilter
+	if len(f.bits) == 0 {
+		return
+	}
+	if f.stale++; 2*f.stale > f.keys {
+		t.rebuildRootFilter()
+	}
+}
+
+func (t *tree) rootChildren() int {
+	n := 0
+	for c := t.runs[rootRun].firstChild; c != noRun; c = t.runs[c].next {
+		n++
+	}
+	return n
+}
+
+// rebuildRootFilter builds the filter from the root's children, 64 bits
+// a child (half that when it must grow again); without enough children,
+// the filter goes.
+func (t *tree) rebuildRootFilter() {
+	f := &t.rootFilter
+	n := t.rootChildren()
+	if n < rootFilterMin/2 {
+		*f = rootFilter{}
+		return
+	}
+	words := 1
+	for words < n {
+		words *= 2
+	}
+	if words == len(f.bits) {
+		clear(f.bits)
+	} else {
+		f.bits = make([]uint64, words)
+	}
+	f.keys, f.stale = n, 0
+	for c := t.runs[rootRun].firstChild; c != noRun; c = t.runs[c].next {
+		w, b := f.bitsOf(t.runs[c].key)
+		f.bits[w] |= b
+	}
+}

@@ -1,0 +1,65 @@
+package core
+
+import (
+	"math/rand/v2"
+	"slices"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// TestRootFilterNeverHidesAChild grows the root to thousands of children
+// (the filter is built and rebuilt as it fills), evicts most of them from
+// head and tail (rebuilt as removals pile up), adds more, and checks
+// throughout that every prompt held is still matched, the filter counts
+// the root's children (checkInvariants), and prompts never stored match
+// nothing.
+func TestRootFilterNeverHidesAChild(t *testing.T) {
+	x := NewIndex(IndexOptions{Mode: ModeWarn})
+	rng := rand.New(rand.NewPCG(5, 6))
+	prompts := map[uint64][]StoredBlock{}
+	w := func(salt uint64) Worker { return Worker{ID: salt % 3} }
+	store := func(salt uint64) {
+		p := chain(1+int(salt%5), salt<<8)
+		require.NoError(t, x.ApplyStored(w(salt), salt, nil, p))
+		prompts[salt] = p
+	}
+	for salt := range uint64(3000) {
+		store(salt)
+	}
+	require.NoError(t, checkInvariants(x))
+	assert.NotEmpty(t, x.t.rootFilter.bits, "a root with thousands of children has a filter")
+	for round := range 6 {
+		for salt, p := range prompts {
+			if rng.IntN(4) == 0 {
+				continue
+			}
+			hashes := []uint64{}
+			for _, b := range p {
+				hashes = append(hashes, b.BlockHash)
+			}
+			if round%2 == 1 {
+				// Head first: the rest of the prompt is detached, and
+				// leaves the root as a child.
+				slices.Reverse(hashes)
+			}
+			require.NoError(t, x.ApplyRemoved(w(salt), salt, hashes))
+			delete(prompts, salt)
+		}
+		require.NoError(t, checkInvariants(x))
+		for salt := range uint64(500) {
+			store(uint64(10000*(round+1)) + salt)
+		}
+		require.NoError(t, checkInvariants(x))
+		for salt, p := range prompts {
+			ms := x.AppendMatches(nil, localsOf(p), false)
+			require.Len(t, ms, 1, "prompt %d", salt)
+			assert.Equal(t, w(salt), ms[0].Worker)
+			assert.Equal(t, uint32(len(p)), ms[0].Score)
+		}
+		for salt := range uint64(200) {
+			assert.Empty(t, x.AppendMatches(nil, localsOf(chain(3, (1<<40+salt)<<8)), false))
+		}
+	}
+}
