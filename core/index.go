@@ -243,9 +243,13 @@ func (x *Index) AppendMatches(dst []Match, localHashes []uint64, earlyExit bool)
 	// A query whose first block no worker holds (about half of them, on
 	// the replayed traces) needs no scratch: it is taken only after.
 	if first := x.t.childRun(rootRun, localHashes[0]); first != noRun {
-		sc, slot := x.scratch.get()
-		dst = x.t.appendMatches(dst, localHashes, earlyExit, first, sc)
-		x.scratch.put(slot)
+		if hs := x.t.runs[first].holders; len(hs) == 1 {
+			dst = x.t.matchOne(dst, localHashes, earlyExit, first, hs[0].wi)
+		} else {
+			sc, slot := x.scratch.get()
+			dst = x.t.appendMatches(dst, localHashes, earlyExit, first, sc)
+			x.scratch.put(slot)
+		}
 	}
 	x.mu.RUnlock()
 	return dst

@@ -106,6 +106,31 @@ func (t *tree) appendMatches(dst []Match, q []uint64, earlyExit bool, id uint32,
 	return t.appendScored(dst, sc)
 }
 
+// matchOne is appendMatches when the first run has a single holder, wi,
+// the common case (a prompt cached on one worker): the only worker that
+// can score, so the walk needs no worker lists (and no scratch).
+func (t *tree) matchOne(dst []Match, q []uint64, earlyExit bool, id, wi uint32) []Match {
+	d := uint32(0)
+	for {
+		r := &t.runs[id]
+		n := r.len()
+		k := 1 + uint32(commonPrefix(q[d+1:], r.locals()[1:]))
+		if c := r.cut(wi); k != n || c != n {
+			d += min(c, k)
+			break
+		}
+		d += n
+		if int(d) == len(q) || earlyExit && t.branches(id) {
+			break
+		}
+		if id = t.childRun(id, q[d]); id == noRun {
+			break
+		}
+	}
+	ws := &t.workers[wi]
+	return append(dst, Match{Worker: ws.w, Score: d, TreeSize: ws.blocks()})
+}
+
 // commonPrefix returns how many leading elements a and b share. It
 // compares four at a time: a run is often hundreds of blocks long.
 func commonPrefix(a, b []uint64) int {

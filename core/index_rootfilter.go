@@ -2,17 +2,20 @@ package core
 
 // rootFilter is a Bloom filter over the local hashes of the root's
 // children: a query (or a store) whose first block no run starts with is
-// told so from the filter, four to eight bytes a child and so mostly in
-// cache, instead of by a probe into the root's child table, a cache miss.
-// On the replayed traces about half of all routing probes start with a
+// told so from the filter, eight to sixteen bytes a child and so mostly
+// in cache, instead of by a probe into the root's child table, a cache
+// miss. On the replayed traces about half of all routing probes start with a
 // block no worker holds: a prompt nobody has sent before. A key sets two
-// bits of one word (one memory access a lookup); at 32 to 64 bits a key,
-// under one absent key in a hundred passes.
+// bits of one word (one memory access a lookup); at 64 to 128 bits a key,
+// about one absent key in a thousand passes. (With half the queries
+// missing, the median query's latency is the slow end of the misses:
+// each key that passes costs a probe of the table.)
 //
 // Bits are set as children are linked and never cleared; a removal only
-// counts, and once removals reach half the keys set the filter is built
-// again from the children, as it is when it fills up (32 bits a key), so
-// each rebuild is paid for by as many changes as it reads.
+// counts, and once removals reach a quarter of the keys set the filter is
+// built again from the children, as it is when it fills up (64 bits a
+// key): each rebuild is paid for by changes in proportion to what it
+// reads.
 type rootFilter struct {
 	bits  []uint64 // a power of two of words; none: no filter, every key may be there
 	keys  int      // keys set since the last build
@@ -50,7 +53,7 @@ func (t *tree) rootLinked(l uint64) {
 		return
 	}
 	f.keys++
-	if 32*f.keys > 64*len(f.bits) {
+	if f.keys > len(f.bits) {
 		t.rebuildRootFilter()
 		return
 	}
@@ -64,7 +67,7 @@ func (t *tree) rootUnlinked() {
 	if len(f.bits) == 0 {
 		return
 	}
-	if f.stale++; 2*f.stale > f.keys {
+	if f.stale++; 4*f.stale > f.keys {
 		t.rebuildRootFilter()
 	}
 }
@@ -77,7 +80,7 @@ func (t *tree) rootChildren() int {
 	return n
 }
 
-// rebuildRootFilter builds the filter from the root's children, 64 bits
+// rebuildRootFilter builds the filter from the root's children, 128 bits
 // a child (half that when it must grow again); without enough children,
 // the filter goes.
 func (t *tree) rebuildRootFilter() {
@@ -88,7 +91,7 @@ func (t *tree) rebuildRootFilter() {
 		return
 	}
 	words := 1
-	for words < n {
+	for words < 2*n {
 		words *= 2
 	}
 	if words == len(f.bits) {
