@@ -143,6 +143,30 @@ func (m *nameTable) find(k uint64, ks *nameKeys) (v uint64, ok bool, at int) {
 	return 0, false, free
 }
 
+// lookup is find for a name expected to be there (a removal's): its
+// home half, checked first without the general probe's bookkeeping, is
+// where it nearly always is. at is meaningful only when found.
+func (m *nameTable) lookup(k uint64, ks *nameKeys) (v uint64, ok bool, at int) {
+	if len(m.halves) == 0 {
+		return 0, false, -1
+	}
+	h := hashOf(k)
+	i := uint(h >> m.shift)
+	hf := &m.halves[i]
+	ctrl := hf.ctrl
+	x := ctrl ^ bytesLSB*(slotUsed|h&0x7f)
+	for c := (x - bytesLSB) &^ x & slotsMSB; c != 0; c &= c - 1 {
+		j := firstByte(c)
+		if j < groupSlots && ks.of(hf.slots[j]) == k {
+			return hf.slots[j], true, int(i)<<slotShift | j
+		}
+	}
+	if ctrl&overflowMax == 0 {
+		return 0, false, -1
+	}
+	return m.find(k, ks)
+}
+
 func (m *nameTable) get(k uint64, ks *nameKeys) (uint64, bool) {
 	v, ok, _ := m.find(k, ks)
 	return v, ok
@@ -382,6 +406,12 @@ func (ks *nameKeys) prefetchNames(vs []nameEntry, i int) {
 		}
 	}
 	prefetch8(&lines)
+}
+
+// homeAddr returns the address of k's home half, for prefetching; the
+// table must not be empty.
+func (m *nameTable) homeAddr(k uint64) unsafe.Pointer {
+	return unsafe.Pointer(&m.halves[uint(hashOf(k)>>m.shift)])
 }
 
 // bucketAddr returns the address of k's bucket (both halves: 128 bytes),

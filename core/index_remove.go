@@ -53,7 +53,7 @@ func (t *tree) removed(w Worker, _ uint64, hashes []uint64, r *report) {
 		if i%(2*prefetchBatch) == 0 {
 			prefetchNames(lookup, hashes, i+prefetchDistance)
 		}
-		v, ok, at := lookup.find(h, &ks)
+		v, ok, at := lookup.lookup(h, &ks)
 		if !ok {
 			t.violation(wi, r, ViolationBlockNotFound, h, 0)
 			continue

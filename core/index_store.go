@@ -220,28 +220,24 @@ const (
 	prefetchDistance = 16
 )
 
-// prefetchNames starts the lookups of names[i:i+2*prefetchBatch]: the
-// home halves of their buckets, where nearly every name is found, or its
-// absence seen (a new name's slot is in that line too).
+// prefetchNames starts the lookups of names[i:i+2*prefetchBatch] that a
+// removal makes: the home halves of their buckets, where a name that is
+// there nearly always is.
 func prefetchNames(m *nameTable, names []uint64, i int) {
 	if len(m.halves) == 0 || i >= len(names) {
 		return
 	}
 	var lines [8]unsafe.Pointer
 	last := len(names) - 1
-	for j := 0; j < 4; j++ {
-		b := m.bucketAddr(names[min(i+j, last)])
-		lines[2*j], lines[2*j+1] = b, unsafe.Add(b, 64)
-	}
-	prefetch8(&lines)
-	for j := 4; j < 8; j++ {
-		b := m.bucketAddr(names[min(i+j, last)])
-		lines[2*(j-4)], lines[2*(j-4)+1] = b, unsafe.Add(b, 64)
+	for j := range lines {
+		lines[j] = m.homeAddr(names[min(i+j, last)])
 	}
 	prefetch8(&lines)
 }
 
-// prefetchStored is prefetchNames for the names of a store's blocks.
+// prefetchStored starts the lookups of the names of
+// blocks[i:i+2*prefetchBatch], which a store adds: their whole buckets (a
+// new name goes to its home half, or, that one full, the other).
 func prefetchStored(m *nameTable, blocks []StoredBlock, i int) {
 	if len(m.halves) == 0 || i >= len(blocks) {
 		return
