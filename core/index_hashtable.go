@@ -155,41 +155,6 @@ func (m *hashTable) insertAt(at int, k, v uint64) bool {
 	return true
 }
 
-// add puts k -> v unless k is there already, in one probe: it reports
-// whether k was absent (and so added). The store of a new block does
-// this for each of its names.
-func (m *hashTable) add(k, v uint64) bool {
-	groups := m.groups
-	if len(groups) > 0 {
-		// The common case, written out: no candidate in the home group,
-		// which has a free slot (so the key is nowhere else) and room.
-		h := hashOf(k)
-		grp := &groups[uint(h>>m.shift)&uint(len(groups)-1)]
-		ctrl := grp.ctrl
-		tag := h & 0x7f
-		x := ctrl ^ (bytesLSB * tag)
-		if (x-bytesLSB)&^x&slotsMSB == 0 && matchEmpty(ctrl) != 0 && m.growthLeft > 0 {
-			i := uint(firstByte(matchFree(ctrl)))
-			if ctrl>>(8*i)&0xff == ctrlEmpty {
-				m.growthLeft--
-			}
-			grp.ctrl = ctrl&^(0xff<<(8*i)) | tag<<(8*i)
-			grp.slots[i%groupSlots] = hashSlot{k, v}
-			m.count++
-			return true
-		}
-	}
-	_, ok, at := m.find(k)
-	if ok {
-		return false
-	}
-	if !m.insertAt(at, k, v) {
-		m.rehash()
-		m.insertNew(k, v)
-	}
-	return true
-}
-
 // put sets k to v (v != 0).
 func (m *hashTable) put(k, v uint64) {
 	_, ok, at := m.find(k)
@@ -247,25 +212,6 @@ func (m *hashTable) delAt(at int) {
 		setCtrl(&g.ctrl, i, ctrlDeleted)
 	}
 	m.count--
-}
-
-// reserve makes room for n more keys at once: a store of n new blocks
-// grows its worker's table once, to the size it needs, not once per
-// doubling on the way.
-func (m *hashTable) reserve(n int) {
-	if n <= m.growthLeft {
-		return
-	}
-	need := m.count + n
-	groups := max(hashTableMinGroups, len(m.groups))
-	for groups*groupSlots*3/4 < need {
-		groups *= 2
-	}
-	if groups > len(m.groups) {
-		// Only to grow: room the tombstones take, inserts reuse (and a
-		// full table rehashes in place when it must).
-		m.rehashTo(groups)
-	}
 }
 
 // rehash makes room: at twice the size when the table is over half
