@@ -182,14 +182,12 @@ func (m *nameTable) insertAt(at int, k, v uint64) bool {
 	}
 	half := uint(at) >> slotShift
 	j := uint(at) & (1<<slotShift - 1)
-	p := m.probeOf(hashOf(k))
-	for i := p.h; i != half; i = p.next() {
-		if c := &m.halves[i].ctrl; *c&overflowMax != overflowMax {
-			*c += overflowUnit
-		}
+	h := hashOf(k)
+	if uint(h>>m.shift) != half {
+		m.countOverflows(h, half, overflowUnit)
 	}
 	hf := &m.halves[half]
-	setCtrl(&hf.ctrl, j, slotUsed|hashOf(k)&0x7f)
+	setCtrl(&hf.ctrl, j, slotUsed|h&0x7f)
 	hf.slots[j] = v
 	m.count++
 	m.growthLeft--
@@ -222,14 +220,20 @@ func (m *nameTable) add(k, v uint64, ks *nameKeys) bool {
 	if ok {
 		return false
 	}
-	if !m.insertAt(at, k, v) {
-		// Full, or no free slot before the probe's end: place it further.
-		if m.growthLeft == 0 {
-			m.grow(m.count+1, ks)
-		}
-		m.insertNew(k, v)
-	}
+	m.insertAbsent(at, k, v, ks)
 	return true
+}
+
+// insertAbsent puts k -> v, k absent, at the slot find gave (at), or,
+// the table full or no free slot before the probe's end, further on.
+func (m *nameTable) insertAbsent(at int, k, v uint64, ks *nameKeys) {
+	if m.insertAt(at, k, v) {
+		return
+	}
+	if m.growthLeft == 0 {
+		m.grow(m.count+1, ks)
+	}
+	m.insertNew(k, v)
 }
 
 // put sets k to v.
@@ -239,13 +243,7 @@ func (m *nameTable) put(k, v uint64, ks *nameKeys) {
 		m.halves[uint(at)>>slotShift].slots[uint(at)&(1<<slotShift-1)] = v
 		return
 	}
-	if !m.insertAt(at, k, v) {
-		// Full, or no free slot before the probe's end: place it further.
-		if m.growthLeft == 0 {
-			m.grow(m.count+1, ks)
-		}
-		m.insertNew(k, v)
-	}
+	m.insertAbsent(at, k, v, ks)
 }
 
 // insertNew puts k, known absent, into a table with room for it.
@@ -267,6 +265,19 @@ func (m *nameTable) insertNew(k, v uint64) {
 	}
 }
 
+// countOverflows adds delta (one overflow, or minus one) to the count of
+// every half the probe of hash h passes before reaching half, where its
+// slot is; a saturated count stays. Callers skip it for a slot in its
+// home half, the common case, which passes none.
+func (m *nameTable) countOverflows(h uint64, half uint, delta uint64) {
+	p := m.probeOf(h)
+	for i := p.h; i != half; i = p.next() {
+		if c := &m.halves[i].ctrl; *c&overflowMax != overflowMax {
+			*c += delta
+		}
+	}
+}
+
 // del removes k, reporting whether it was there.
 func (m *nameTable) del(k uint64, ks *nameKeys) bool {
 	_, ok, at := m.find(k, ks)
@@ -281,11 +292,8 @@ func (m *nameTable) del(k uint64, ks *nameKeys) bool {
 func (m *nameTable) delAt(at int, k uint64) {
 	half := uint(at) >> slotShift
 	j := uint(at) & (1<<slotShift - 1)
-	p := m.probeOf(hashOf(k))
-	for i := p.h; i != half; i = p.next() {
-		if c := &m.halves[i].ctrl; *c&overflowMax != overflowMax {
-			*c -= overflowUnit
-		}
+	if h := hashOf(k); uint(h>>m.shift) != half {
+		m.countOverflows(h, half, ^uint64(overflowUnit-1)) // minus one overflow, modulo 2^64
 	}
 	hf := &m.halves[half]
 	setCtrl(&hf.ctrl, j, 0)
