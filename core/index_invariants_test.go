@@ -334,8 +334,12 @@ func checkNameTable(m *nameTable, ks *nameKeys) error {
 				}
 			default:
 				n++
-				v := hf.slots[j]
+				w := hf.slots[j]
+				v := w &^ slotMeta
 				k := ks.of(v)
+				if home := uint(hashOf(k)>>m.shift) == uint(i); w != slotWord(v, hashOf(k), home) {
+					return fmt.Errorf("name %d in half %d slot %d (home %v) keeps %#x", k, i, j, home, w)
+				}
 				if c != slotUsed|hashOf(k)&0x7f {
 					return fmt.Errorf("name %d in half %d slot %d has control byte %#x, want %#x", k, i, j, c, slotUsed|hashOf(k)&0x7f)
 				}

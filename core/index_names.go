@@ -26,8 +26,11 @@ import (
 //     its slot. Engines evict as fast as they store, and tombstones would
 //     fill exactly the groups that are busiest.
 //
-// The cost of not holding the names: growing the table reads each name
-// back from its block, which rehash prefetches.
+// The cost of not holding the names: growing the table must place each
+// entry by its name's hash. The slot keeps the few bits of it that
+// growth needs (slotMeta), so only the rare entry not in its home half
+// (or any, in a table too small or too large for those bits) has its
+// name read back from its block, which grow prefetches.
 type nameTable struct {
 	halves     []nameHalf // a power of two of them, at least two; or none
 	count      int
@@ -42,13 +45,38 @@ type nameHalf struct {
 	// empty half is all zeros, so a new table needs no pass to set it up
 	// beyond the allocator's zeroing.
 	ctrl  uint64
-	slots [groupSlots]uint64 // slotAliased | blockRef
+	slots [groupSlots]uint64 // slotAliased | slotMeta's bits | blockRef
 }
 
 // slotAliased marks a slot whose block the worker names by an alias
 // (tree.aliases), not by the block's external hash. Block refs never use
-// the top bit (a segment id is far below 2^31).
+// the top eight bits (a segment id is below maxSegments).
 const slotAliased = 1 << 63
+
+// A slot keeps, beside its block, what growing the table needs to know
+// to move it without reading its name back: whether it is in its name's
+// home half (slotDisplaced: not), and the bits of the name's hash that
+// pick its home in tables from 1<<(64-slotHashLo-slotHashBits) to
+// 1<<(64-slotHashLo) halves (16 KiB to 1 MiB): bits slotHashLo up, kept
+// from slotHashShift up. Block refs leave these bits free (a segment id
+// is below maxSegments).
+const (
+	slotDisplaced = 1 << 62
+	slotHashShift = 56
+	slotHashBits  = 6
+	slotHashLo    = 50
+	slotMeta      = slotDisplaced | (1<<slotHashBits-1)<<slotHashShift
+)
+
+// slotWord is the slot of entry v, whose name's hash is h: in its home
+// half, or not.
+func slotWord(v, h uint64, home bool) uint64 {
+	w := v | (h>>slotHashLo)&(1<<slotHashBits-1)<<slotHashShift
+	if !home {
+		w |= slotDisplaced
+	}
+	return w
+}
 
 const (
 	slotUsed     = 0x80
@@ -72,7 +100,7 @@ func (t *tree) nameKeys(wi uint32) nameKeys {
 
 // of returns the name a slot's entry stands for.
 func (ks *nameKeys) of(v uint64) uint64 {
-	b := blockRef(v &^ slotAliased)
+	b := blockRef(v &^ (slotAliased | slotMeta))
 	if v&slotAliased != 0 {
 		return ks.aliases[aliasKey{b, ks.wi}]
 	}
@@ -128,7 +156,7 @@ func (m *nameTable) find(k uint64, ks *nameKeys) (v uint64, ok bool, at int) {
 		for c := (x - bytesLSB) &^ x & slotsMSB; c != 0; c &= c - 1 {
 			j := firstByte(c)
 			if j < groupSlots && ks.of(hf.slots[j]) == k {
-				return hf.slots[j], true, int(i)<<slotShift | j
+				return hf.slots[j] &^ slotMeta, true, int(i)<<slotShift | j
 			}
 		}
 		if free < 0 {
@@ -143,28 +171,45 @@ func (m *nameTable) find(k uint64, ks *nameKeys) (v uint64, ok bool, at int) {
 	return 0, false, free
 }
 
-// lookup is find for a name expected to be there (a removal's): its
-// home half, checked first without the general probe's bookkeeping, is
-// where it nearly always is. at is meaningful only when found.
-func (m *nameTable) lookup(k uint64, ks *nameKeys) (v uint64, ok bool, at int) {
+// take removes k, a name expected to be there (a removal's), and
+// returns its entry. Its home half, checked first without the general
+// probe's bookkeeping, is where it nearly always is, and a name taken
+// from there passed no other half on its way in. guess is the block the
+// caller expects k to name, with its own name (no guess: noRef): a
+// candidate that is that block is checked against that name, without
+// reading the block's segment.
+func (m *nameTable) take(k uint64, ks *nameKeys, guess blockRef, guessName uint64) (v uint64, ok bool) {
 	if len(m.halves) == 0 {
-		return 0, false, -1
+		return 0, false
 	}
 	h := hashOf(k)
-	i := uint(h >> m.shift)
-	hf := &m.halves[i]
+	hf := &m.halves[uint(h>>m.shift)]
 	ctrl := hf.ctrl
 	x := ctrl ^ bytesLSB*(slotUsed|h&0x7f)
 	for c := (x - bytesLSB) &^ x & slotsMSB; c != 0; c &= c - 1 {
-		j := firstByte(c)
-		if j < groupSlots && ks.of(hf.slots[j]) == k {
-			return hf.slots[j], true, int(i)<<slotShift | j
+		j := uint(firstByte(c)) % groupSlots
+		w := hf.slots[j]
+		if w&^slotMeta == uint64(guess) {
+			if guessName != k {
+				continue
+			}
+		} else if ks.of(w) != k {
+			continue
 		}
+		hf.ctrl = ctrl &^ (0xff << (8 * j))
+		hf.slots[j] = 0
+		m.count--
+		m.growthLeft++
+		return w &^ slotMeta, true
 	}
 	if ctrl&overflowMax == 0 {
-		return 0, false, -1
+		return 0, false
 	}
-	return m.find(k, ks)
+	v, ok, at := m.find(k, ks)
+	if ok {
+		m.delAt(at, k)
+	}
+	return v, ok
 }
 
 func (m *nameTable) get(k uint64, ks *nameKeys) (uint64, bool) {
@@ -183,12 +228,13 @@ func (m *nameTable) insertAt(at int, k, v uint64) bool {
 	half := uint(at) >> slotShift
 	j := uint(at) & (1<<slotShift - 1)
 	h := hashOf(k)
-	if uint(h>>m.shift) != half {
+	home := uint(h>>m.shift) == half
+	if !home {
 		m.countOverflows(h, half, overflowUnit)
 	}
 	hf := &m.halves[half]
 	setCtrl(&hf.ctrl, j, slotUsed|h&0x7f)
-	hf.slots[j] = v
+	hf.slots[j] = slotWord(v, h, home)
 	m.count++
 	m.growthLeft--
 	return true
@@ -196,22 +242,36 @@ func (m *nameTable) insertAt(at int, k, v uint64) bool {
 
 // add puts k -> v unless k is there already, reporting whether it was
 // absent. The store of a new block does this for each of its names, so
-// the common case is written out: no candidate in k's home half, whose
-// overflow count is zero (so k is nowhere else) and which has room.
+// the common cases are written out, in the bucket the store prefetched:
+// no candidate in k's home half, whose overflow count is zero (so k is
+// nowhere else), or which some name passed but the bucket's other half,
+// where the probe goes next, holds no candidate and stops it.
 func (m *nameTable) add(k, v uint64, ks *nameKeys) bool {
 	if len(m.halves) > 0 && m.growthLeft > 0 {
 		h := hashOf(k)
-		hf := &m.halves[uint(h>>m.shift)]
+		i := uint(h >> m.shift)
+		hf := &m.halves[i]
 		ctrl := hf.ctrl
 		tag := slotUsed | h&0x7f
-		x := ctrl ^ (bytesLSB * tag)
-		if (x-bytesLSB)&^x&slotsMSB == 0 && ctrl&overflowMax == 0 {
-			if f := ^ctrl & slotsMSB; f != 0 {
-				j := uint(firstByte(f))
-				hf.ctrl = ctrl&^(0xff<<(8*j)) | tag<<(8*j)
-				hf.slots[j%groupSlots] = v
-				m.count++
-				m.growthLeft--
+		tags := bytesLSB * tag
+		x := ctrl ^ tags
+		if (x-bytesLSB)&^x&slotsMSB == 0 {
+			absent := ctrl&overflowMax == 0
+			if !absent {
+				pc := m.halves[i^1].ctrl
+				px := pc ^ tags
+				absent = (px-bytesLSB)&^px&slotsMSB == 0 && pc&overflowMax == 0
+			}
+			if absent {
+				if f := ^ctrl & slotsMSB; f != 0 {
+					j := uint(firstByte(f))
+					hf.ctrl = ctrl&^(0xff<<(8*j)) | tag<<(8*j)
+					hf.slots[j%groupSlots] = slotWord(v, h, true)
+					m.count++
+					m.growthLeft--
+					return true
+				}
+				m.insertNew(k, v) // its home is full: it overflows
 				return true
 			}
 		}
@@ -240,7 +300,8 @@ func (m *nameTable) insertAbsent(at int, k, v uint64, ks *nameKeys) {
 func (m *nameTable) put(k, v uint64, ks *nameKeys) {
 	_, ok, at := m.find(k, ks)
 	if ok {
-		m.halves[uint(at)>>slotShift].slots[uint(at)&(1<<slotShift-1)] = v
+		w := &m.halves[uint(at)>>slotShift].slots[uint(at)&(1<<slotShift-1)]
+		*w = *w&slotMeta | v
 		return
 	}
 	m.insertAbsent(at, k, v, ks)
@@ -250,11 +311,12 @@ func (m *nameTable) put(k, v uint64, ks *nameKeys) {
 func (m *nameTable) insertNew(k, v uint64) {
 	h := hashOf(k)
 	p := m.probeOf(h)
+	home := p.h
 	for i := p.h; ; i = p.next() {
 		hf := &m.halves[i]
 		if f := ^hf.ctrl & slotsMSB; f != 0 {
 			setCtrl(&hf.ctrl, uint(firstByte(f)), slotUsed|h&0x7f)
-			hf.slots[firstByte(f)] = v
+			hf.slots[firstByte(f)] = slotWord(v, h, i == home)
 			m.count++
 			m.growthLeft--
 			return
@@ -319,10 +381,12 @@ func nameCapacity(halves int) int { return halves * groupSlots * 7 / 8 }
 // the memory (and its first-touch page faults) costs more than the moves
 // saved, as measured on the replayed traces.
 //
-// It reads each entry's name back (to hash it) before placing any: a
-// gather whose misses overlap, the segments of the entries
-// 4*namePrefetch ahead and the names 2*namePrefetch ahead being fetched
-// while the current one is read.
+// An entry in its home half moves by the hash bits its slot keeps
+// (moveHome), in one pass over the old table. The others (all of them
+// outside the sizes those bits serve) have their names read back, to
+// hash them, before any is placed: a gather whose misses overlap, the
+// segments of the entries 4*namePrefetch ahead and the names
+// 2*namePrefetch ahead being fetched while the current one is read.
 func (m *nameTable) grow(need int, ks *nameKeys) {
 	n := max(2, len(m.halves))
 	for nameCapacity(n) < need {
@@ -344,10 +408,17 @@ func (m *nameTable) grow(need int, ks *nameKeys) {
 	if ks.scratch != nil {
 		entries = (*ks.scratch)[:0]
 	}
-	for i := range old {
-		hf := &old[i]
-		for c := hf.ctrl & slotsMSB; c != 0; c &= c - 1 {
-			entries = append(entries, nameEntry{v: hf.slots[firstByte(c)]})
+	oldBits, newBits := bits.TrailingZeros(uint(len(old))), bits.TrailingZeros(uint(n))
+	if oldBits >= 64-slotHashLo-slotHashBits && newBits <= 64-slotHashLo {
+		// The slots say where their names go, but for the few not in
+		// their home half: only those are read back below.
+		entries = m.moveHome(old, oldBits, newBits, entries)
+	} else {
+		for i := range old {
+			hf := &old[i]
+			for c := hf.ctrl & slotsMSB; c != 0; c &= c - 1 {
+				entries = append(entries, nameEntry{v: hf.slots[firstByte(c)] &^ slotMeta})
+			}
 		}
 	}
 	for i := 0; i < 4*namePrefetch; i += namePrefetch {
@@ -371,6 +442,59 @@ func (m *nameTable) grow(need int, ks *nameKeys) {
 	if ks.scratch != nil && cap(entries) <= nameScratchMax {
 		*ks.scratch = entries[:0]
 	}
+}
+
+// moveHome moves the entries of old (of 1<<oldBits halves) that are in
+// their home half into m (of 1<<newBits, empty), by the hash bits their
+// slots keep, and appends the others to rest. The entries of one old
+// half go to the halves its own index prefixes, which no other's do, so
+// each finds room in its new home, and those halves' control words are
+// built aside and written once.
+func (m *nameTable) moveHome(old []nameHalf, oldBits, newBits int, rest []nameEntry) []nameEntry {
+	k := uint(newBits - oldBits)
+	if k > 2 {
+		// Only reserve grows by more than four times at once: the general
+		// way.
+		for i := range old {
+			hf := &old[i]
+			for c := hf.ctrl & slotsMSB; c != 0; c &= c - 1 {
+				rest = append(rest, nameEntry{v: hf.slots[firstByte(c)] &^ slotMeta})
+			}
+		}
+		return rest
+	}
+	shift := uint(64 - slotHashLo - newBits)
+	moved := 0
+	for i := range old {
+		hf := &old[i]
+		c := hf.ctrl & slotsMSB
+		if c == 0 {
+			continue
+		}
+		dst := m.halves[uint(i)<<k : uint(i+1)<<k]
+		var ctrls [4]uint64
+		var fill [4]uint
+		for ; c != 0; c &= c - 1 {
+			j := firstByte(c)
+			w := hf.slots[j]
+			if w&slotDisplaced != 0 {
+				rest = append(rest, nameEntry{v: w &^ slotMeta})
+				continue
+			}
+			d := uint(w>>slotHashShift) >> shift & (1<<k - 1) & 3
+			f := fill[d]
+			dst[d].slots[f%groupSlots] = w
+			ctrls[d] |= (hf.ctrl >> (8 * j) & 0xff) << (8 * f)
+			fill[d] = f + 1
+			moved++
+		}
+		for d := range dst {
+			dst[d].ctrl = ctrls[d&3]
+		}
+	}
+	m.count += moved
+	m.growthLeft -= moved
+	return rest
 }
 
 // nameScratchMax bounds the scratch the tree keeps: 1 MiB.
@@ -434,7 +558,7 @@ func (m *nameTable) each(f func(b blockRef)) {
 	for i := range m.halves {
 		hf := &m.halves[i]
 		for c := hf.ctrl & slotsMSB; c != 0; c &= c - 1 {
-			f(blockRef(hf.slots[firstByte(c)] &^ slotAliased))
+			f(blockRef(hf.slots[firstByte(c)] &^ (slotAliased | slotMeta)))
 		}
 	}
 }

@@ -36,9 +36,9 @@ func (s *nameSpace) block(ext, alias uint64) uint64 {
 }
 
 // TestNameTableAgreesWithAMap drives a name table and a Go map with the
-// same random adds, puts (some by alias) and deletes over small and
-// large name spaces (long probes, overflow counts, wrap-around, name 0)
-// and compares them throughout, the table's layout included.
+// same random adds, puts (some by alias) and deletes (del and take) over
+// small and large name spaces (long probes, overflow counts, wrap-around,
+// name 0) and compares them throughout, the table's layout included.
 func TestNameTableAgreesWithAMap(t *testing.T) {
 	for _, space := range []uint64{16, 1000, 1 << 40} {
 		rng := rand.New(rand.NewPCG(space, 11))
@@ -68,6 +68,11 @@ func TestNameTableAgreesWithAMap(t *testing.T) {
 				ks = ns.keys()
 				m.put(k, v, &ks)
 				want[k] = v
+			case 2: // a removal's delete
+				v, ok := m.take(k, &ks, noRef, 0)
+				require.Equal(t, had, ok)
+				require.Equal(t, want[k], v)
+				delete(want, k)
 			default:
 				require.Equal(t, had, m.del(k, &ks))
 				delete(want, k)
@@ -153,4 +158,42 @@ func TestNameTableReserve(t *testing.T) {
 	}
 	require.Equal(t, halves, len(m.halves))
 	require.NoError(t, checkNameTable(&m, &ks))
+}
+
+// Growth moves the entries in their home halves by the hash bits their
+// slots keep, for the table sizes those bits serve, and reads the names
+// back outside them: a table grown from empty to past that range keeps
+// every name, and each slot's bits stay right (checkNameTable).
+func TestNameTableGrowsPastTheSlotHashBits(t *testing.T) {
+	const names = 160_000
+	rng := rand.New(rand.NewPCG(5, 6))
+	ns := newNameSpace()
+	var m nameTable
+	keys := make([]uint64, names)
+	for i := range keys {
+		k := rng.Uint64()
+		keys[i] = k
+		alias := k
+		if i%97 == 0 {
+			k = rng.Uint64() // the block's own hash differs: named by alias
+		}
+		v := ns.block(k, alias)
+		ks := ns.keys()
+		require.True(t, m.add(alias, v, &ks))
+		if len(m.halves) == 1<<(64-slotHashLo-slotHashBits) && i%1000 == 0 {
+			require.NoError(t, checkNameTable(&m, &ks))
+		}
+	}
+	require.Greater(t, len(m.halves), 1<<(64-slotHashLo), "the table outgrew the sizes its slots' hash bits serve")
+	ks := ns.keys()
+	require.NoError(t, checkNameTable(&m, &ks))
+	for _, k := range keys {
+		_, ok := m.get(k, &ks)
+		require.True(t, ok)
+	}
+}
+
+// A block ref of any live segment leaves a slot's marks alone.
+func TestBlockRefsLeaveTheSlotMarksFree(t *testing.T) {
+	require.Zero(t, uint64(mkRef(maxSegments-1, ^uint32(0)))&(slotAliased|slotMeta))
 }

@@ -53,12 +53,12 @@ func (t *tree) removed(w Worker, _ uint64, hashes []uint64, r *report) {
 		if i%(2*prefetchBatch) == 0 {
 			prefetchNames(lookup, hashes, i+prefetchDistance)
 		}
-		v, ok, at := lookup.lookup(h, &ks)
+		guess, guessName := tail.next()
+		v, ok := lookup.take(h, &ks, guess, guessName)
 		if !ok {
 			t.violation(wi, r, ViolationBlockNotFound, h, 0)
 			continue
 		}
-		lookup.delAt(at, h)
 		b := blockRef(v &^ slotAliased)
 		if tail.eats(b) {
 			continue
@@ -77,8 +77,10 @@ func (t *tree) removed(w Worker, _ uint64, hashes []uint64, r *report) {
 // cut and the run one shorter, the segment's arrays too when the run ends
 // them) and is only counted; flush applies the count.
 type tailEater struct {
-	id    uint32 // the run; 0 (the root) when there is none
-	seg   uint32 // its segment
+	id    uint32   // the run; 0 (the root) when there is none
+	seg   uint32   // its segment
+	exts  []uint64 // the segment's names, from position base
+	base  uint32
 	lo    uint32 // its start: the eater stops there
 	hi    uint32 // its end, as the blocks eaten leave it
 	eaten uint32 // blocks eaten since the last flush
@@ -97,7 +99,18 @@ func (e *tailEater) start(t *tree, wi uint32, b blockRef) {
 	if off != r.len() || len(r.holders) != 1 || r.holders[0].wi != wi || r.flags&runAlias != 0 {
 		return
 	}
-	*e = tailEater{id: id, seg: r.seg, lo: r.lo, hi: r.hi, tail: r.hi == s.end()}
+	*e = tailEater{id: id, seg: r.seg, exts: s.exts, base: s.base, lo: r.lo, hi: r.hi, tail: r.hi == s.end()}
+}
+
+// next returns the block the eater would eat next and its name (the
+// run has no alias: its own external hash), which the removal's name
+// lookup checks a candidate against without reading the segment; noRef
+// when it eats nothing.
+func (e *tailEater) next() (blockRef, uint64) {
+	if e.id == 0 || e.hi == e.lo {
+		return noRef, 0
+	}
+	return mkRef(e.seg, e.hi-1), e.exts[e.hi-1-e.base]
 }
 
 // eats reports whether removing b is dropping the run's last block, and

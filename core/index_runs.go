@@ -1,6 +1,7 @@
 package core
 
 import (
+	"fmt"
 	"slices"
 	"unsafe"
 )
@@ -35,6 +36,10 @@ const (
 	// noRef is "no block".
 	noRef blockRef = ^blockRef(0)
 )
+
+// maxSegments bounds the segments alive at once: a name table's slot
+// keeps a block ref in its low 56 bits (slotMeta).
+const maxSegments = 1 << (slotHashShift - 32)
 
 func mkRef(seg, pos uint32) blockRef { return blockRef(seg)<<32 | blockRef(pos) }
 
@@ -197,6 +202,11 @@ func (t *tree) newSegment(n int) uint32 {
 		id = t.freeSegs[k-1]
 		t.freeSegs = t.freeSegs[:k-1]
 	} else {
+		if len(t.segs) >= maxSegments {
+			// Some 5 GB of index at the least (a segment holds a run of one
+			// block or more): the process is out of memory in all but name.
+			panic(fmt.Sprintf("kvhash: the index holds %d block runs at once, the most it can", maxSegments))
+		}
 		t.segs = append(t.segs, blockSegment{})
 		id = uint32(len(t.segs) - 1)
 	}
