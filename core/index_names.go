@@ -65,17 +65,37 @@ const (
 	slotHashShift = 56
 	slotHashBits  = 6
 	slotHashLo    = 50
-	slotMeta      = slotDisplaced | (1<<slotHashBits-1)<<slotHashShift
+	slotHashMask  = (1<<slotHashBits - 1) << slotHashShift
+	slotMeta      = slotDisplaced | slotHashMask
 )
+
+// slotHashOf returns the bits of hash h a slot keeps, in place.
+func slotHashOf(h uint64) uint64 { return (h >> slotHashLo) & (1<<slotHashBits - 1) << slotHashShift }
 
 // slotWord is the slot of entry v, whose name's hash is h: in its home
 // half, or not.
 func slotWord(v, h uint64, home bool) uint64 {
-	w := v | (h>>slotHashLo)&(1<<slotHashBits-1)<<slotHashShift
+	w := v | slotHashOf(h)
 	if !home {
 		w |= slotDisplaced
 	}
 	return w
+}
+
+// candidates returns the slots of hf (as the high bits of their control
+// bytes) that may hold the name of a hash with tags (its control byte in
+// every byte) and bits (slotHashOf): those whose tag and kept hash bits
+// both agree, 13 bits in all, so that a name is read back to compare it
+// about once in a thousand candidates but for the name itself.
+func (hf *nameHalf) candidates(tags, bits uint64) uint64 {
+	x := hf.ctrl ^ tags
+	c := (x - bytesLSB) &^ x & slotsMSB
+	for m := c; m != 0; m &= m - 1 {
+		if j := firstByte(m); j >= groupSlots || (hf.slots[j]^bits)&slotHashMask != 0 {
+			c &^= slotUsed << (8 * j)
+		}
+	}
+	return c
 }
 
 const (
@@ -143,7 +163,7 @@ func (m *nameTable) find(k uint64, ks *nameKeys) (v uint64, ok bool, at int) {
 		return 0, false, -1
 	}
 	h := hashOf(k)
-	tags := bytesLSB * (slotUsed | h&0x7f)
+	tags, bits := bytesLSB*(slotUsed|h&0x7f), slotHashOf(h)
 	p := m.probeOf(h)
 	free := -1
 	// The counts end every probe of an absent key but in a pathological
@@ -152,10 +172,9 @@ func (m *nameTable) find(k uint64, ks *nameKeys) (v uint64, ok bool, at int) {
 	for i, seen := p.h, 0; seen < len(m.halves); i, seen = p.next(), seen+1 {
 		hf := &m.halves[i]
 		ctrl := hf.ctrl
-		x := ctrl ^ tags
-		for c := (x - bytesLSB) &^ x & slotsMSB; c != 0; c &= c - 1 {
-			j := firstByte(c)
-			if j < groupSlots && ks.of(hf.slots[j]) == k {
+		for c := hf.candidates(tags, bits); c != 0; c &= c - 1 {
+			j := firstByte(c) % groupSlots
+			if ks.of(hf.slots[j]) == k {
 				return hf.slots[j] &^ slotMeta, true, int(i)<<slotShift | j
 			}
 		}
@@ -185,8 +204,7 @@ func (m *nameTable) take(k uint64, ks *nameKeys, guess blockRef, guessName uint6
 	h := hashOf(k)
 	hf := &m.halves[uint(h>>m.shift)]
 	ctrl := hf.ctrl
-	x := ctrl ^ bytesLSB*(slotUsed|h&0x7f)
-	for c := (x - bytesLSB) &^ x & slotsMSB; c != 0; c &= c - 1 {
+	for c := hf.candidates(bytesLSB*(slotUsed|h&0x7f), slotHashOf(h)); c != 0; c &= c - 1 {
 		j := uint(firstByte(c)) % groupSlots
 		w := hf.slots[j]
 		if w&^slotMeta == uint64(guess) {
@@ -253,14 +271,12 @@ func (m *nameTable) add(k, v uint64, ks *nameKeys) bool {
 		hf := &m.halves[i]
 		ctrl := hf.ctrl
 		tag := slotUsed | h&0x7f
-		tags := bytesLSB * tag
-		x := ctrl ^ tags
-		if (x-bytesLSB)&^x&slotsMSB == 0 {
+		tags, bits := bytesLSB*tag, slotHashOf(h)
+		if hf.candidates(tags, bits) == 0 {
 			absent := ctrl&overflowMax == 0
 			if !absent {
-				pc := m.halves[i^1].ctrl
-				px := pc ^ tags
-				absent = (px-bytesLSB)&^px&slotsMSB == 0 && pc&overflowMax == 0
+				pf := &m.halves[i^1]
+				absent = pf.ctrl&overflowMax == 0 && pf.candidates(tags, bits) == 0
 			}
 			if absent {
 				if f := ^ctrl & slotsMSB; f != 0 {
