@@ -246,3 +246,30 @@ func BenchmarkFindMatchesWhileApplying(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkApplyEventSizes stores a prompt of n new blocks at the root
+// and removes it, tail first, over and over: what an event costs beside
+// its blocks (the worker's lookup, a run and segment made and freed, the
+// lock) shows at n=1, the per-block cost at large n.
+func BenchmarkApplyEventSizes(b *testing.B) {
+	for _, n := range []int{1, 8, 64, 512} {
+		b.Run(fmt.Sprintf("blocks=%d", n), func(b *testing.B) {
+			x := NewIndex(IndexOptions{Mode: ModeWarn})
+			w := Worker{ID: 1}
+			blocks := chain(n, 77)
+			tailFirst := make([]uint64, n)
+			for i := range blocks {
+				tailFirst[n-1-i] = blocks[i].BlockHash
+			}
+			for range b.N {
+				if err := x.ApplyStored(w, 1, nil, blocks); err != nil {
+					b.Fatal(err)
+				}
+				if err := x.ApplyRemoved(w, 2, tailFirst); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(2*n*b.N), "ns/block")
+		})
+	}
+}

@@ -228,9 +228,12 @@ func prefetchNames(m *nameTable, names []uint64, i int) {
 		return
 	}
 	var lines [8]unsafe.Pointer
-	last := len(names) - 1
-	for j := range lines {
-		lines[j] = m.homeAddr(names[min(i+j, last)])
+	n := min(len(lines), len(names)-i)
+	for j := range n {
+		lines[j] = m.homeAddr(names[i+j])
+	}
+	for j := n; j < len(lines); j++ {
+		lines[j] = lines[0] // a short event's last batch
 	}
 	prefetch8(&lines)
 }
@@ -243,15 +246,24 @@ func prefetchStored(m *nameTable, blocks []StoredBlock, i int) {
 		return
 	}
 	var lines [8]unsafe.Pointer
-	last := len(blocks) - 1
-	for j := 0; j < 4; j++ {
-		b := m.bucketAddr(blocks[min(i+j, last)].BlockHash)
+	n := min(2*prefetchBatch, len(blocks)-i)
+	for j := range min(n, 4) {
+		b := m.bucketAddr(blocks[i+j].BlockHash)
 		lines[2*j], lines[2*j+1] = b, unsafe.Add(b, 64)
 	}
+	for j := 2 * min(n, 4); j < len(lines); j++ {
+		lines[j] = lines[0]
+	}
 	prefetch8(&lines)
-	for j := 4; j < 8; j++ {
-		b := m.bucketAddr(blocks[min(i+j, last)].BlockHash)
-		lines[2*(j-4)], lines[2*(j-4)+1] = b, unsafe.Add(b, 64)
+	if n <= 4 {
+		return
+	}
+	for j := range n - 4 {
+		b := m.bucketAddr(blocks[i+4+j].BlockHash)
+		lines[2*j], lines[2*j+1] = b, unsafe.Add(b, 64)
+	}
+	for j := 2 * (n - 4); j < len(lines); j++ {
+		lines[j] = lines[0]
 	}
 	prefetch8(&lines)
 }

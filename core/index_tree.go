@@ -30,9 +30,11 @@ type tree struct {
 
 	workers []wstate // by interned index
 	index   map[Worker]uint32
-	freeW   []uint32
-	order   []uint32 // live worker indexes sorted by Worker
-	rank    []uint32 // by worker index: position in order
+	// lastWorker is the worker intern found last (a hint: intern checks it).
+	lastWorker uint32
+	freeW      []uint32
+	order      []uint32 // live worker indexes sorted by Worker
+	rank       []uint32 // by worker index: position in order
 
 	totals [NumViolations]uint64
 
@@ -80,7 +82,14 @@ func (t *tree) init() {
 
 // intern returns w's index, registering w if it is new.
 func (t *tree) intern(w Worker) uint32 {
+	// Engines send their events in bursts: the last worker is the likely
+	// one, checked without hashing it (a removed worker's slot is not
+	// live, a reused one names another).
+	if wi := t.lastWorker; int(wi) < len(t.workers) && t.workers[wi].live && t.workers[wi].w == w {
+		return wi
+	}
 	if wi, ok := t.index[w]; ok {
+		t.lastWorker = wi
 		return wi
 	}
 	var wi uint32
