@@ -169,6 +169,9 @@ func checkSegments(t *tree) error {
 	for i := 1; i < len(t.segs); i++ {
 		sid := uint32(i)
 		s := &t.segs[sid]
+		if s.end() > t.maxPositions() {
+			return fmt.Errorf("segment %d ends at position %d, past the last (%d)", sid, s.end(), t.maxPositions())
+		}
 		if len(s.locals) != len(s.exts) {
 			return fmt.Errorf("segment %d has %d locals, %d externals", sid, len(s.locals), len(s.exts))
 		}

@@ -49,28 +49,38 @@ type nameHalf struct {
 }
 
 // slotAliased marks a slot whose block the worker names by an alias
-// (tree.aliases), not by the block's external hash. Block refs never use
-// the top eight bits (a segment id is below maxSegments).
+// (tree.aliases), not by the block's external hash.
 const slotAliased = 1 << 63
 
 // A slot keeps, beside its block, what growing the table needs to know
 // to move it without reading its name back: whether it is in its name's
-// home half (slotDisplaced: not), and the bits of the name's hash that
-// pick its home in tables from 1<<(64-slotHashLo-slotHashBits) to
-// 1<<(64-slotHashLo) halves (16 KiB to 1 MiB): bits slotHashLo up, kept
-// from slotHashShift up. Block refs leave these bits free (a segment id
-// is below maxSegments).
+// home half (slotDisplaced: not), and the slotHashBits bits of the name's
+// hash from slotHashLo up, which pick its home in tables from
+// 1<<(64-slotHashLo-slotHashBits) to 1<<(64-slotHashLo) halves (16 KiB to
+// 1 MiB). They sit in the bits block refs leave free (a segment id is
+// below maxSegments, a position below maxPositions): the low four at
+// slotHashLowShift, the top two at slotHashTopShift.
 const (
-	slotDisplaced = 1 << 62
-	slotHashShift = 56
-	slotHashBits  = 6
-	slotHashLo    = 50
-	slotHashMask  = (1<<slotHashBits - 1) << slotHashShift
-	slotMeta      = slotDisplaced | slotHashMask
+	slotDisplaced    = 1 << 62
+	slotHashBits     = 6
+	slotHashLo       = 50
+	slotHashLowShift = 28
+	slotHashTopShift = 60
+	slotHashMask     = 0xf<<slotHashLowShift | 3<<slotHashTopShift
+	slotMeta         = slotDisplaced | slotHashMask
 )
 
 // slotHashOf returns the bits of hash h a slot keeps, in place.
-func slotHashOf(h uint64) uint64 { return (h >> slotHashLo) & (1<<slotHashBits - 1) << slotHashShift }
+func slotHashOf(h uint64) uint64 {
+	g := h >> slotHashLo
+	return (g&0xf)<<slotHashLowShift | (g>>4&3)<<slotHashTopShift
+}
+
+// slotHashBitsOf returns the hash bits slot w keeps, as a number: bit i
+// is the hash's bit slotHashLo+i.
+func slotHashBitsOf(w uint64) uint {
+	return uint(w>>slotHashLowShift&0xf | (w>>slotHashTopShift&3)<<4)
+}
 
 // slotWord is the slot of entry v, whose name's hash is h: in its home
 // half, or not.
@@ -497,7 +507,7 @@ func (m *nameTable) moveHome(old []nameHalf, oldBits, newBits int, rest []nameEn
 				rest = append(rest, nameEntry{v: w &^ slotMeta})
 				continue
 			}
-			d := uint(w>>slotHashShift) >> shift & (1<<k - 1) & 3
+			d := slotHashBitsOf(w) >> shift & (1<<k - 1) & 3
 			f := fill[d]
 			dst[d].slots[f%groupSlots] = w
 			ctrls[d] |= (hf.ctrl >> (8 * j) & 0xff) << (8 * f)

@@ -195,5 +195,10 @@ func TestNameTableGrowsPastTheSlotHashBits(t *testing.T) {
 
 // A block ref of any live segment leaves a slot's marks alone.
 func TestBlockRefsLeaveTheSlotMarksFree(t *testing.T) {
-	require.Zero(t, uint64(mkRef(maxSegments-1, ^uint32(0)))&(slotAliased|slotMeta))
+	require.Zero(t, uint64(mkRef(maxSegments-1, maxPositions-1))&(slotAliased|slotMeta))
+	for i := range uint(slotHashBits) {
+		h := uint64(1) << (slotHashLo + i)
+		require.Equal(t, uint(1)<<i, slotHashBitsOf(slotHashOf(h)), "hash bit %d", slotHashLo+i)
+		require.Equal(t, slotHashOf(h), slotHashOf(h)&slotHashMask)
+	}
 }

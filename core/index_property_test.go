@@ -268,10 +268,13 @@ func requireSameMatches(t *testing.T, x *Index, m *model, q []uint64, earlyExit 
 // replayed into a fresh index, must answer every query identically.
 //
 // Seeds 8 and 9 apply every event in write sections of one and three
-// blocks (Index.ApplyStored's lock releases), which must change nothing.
+// blocks (Index.ApplyStored's lock releases), which must change nothing;
+// seeds 10 and 11 give segments three and four positions, so that runs
+// keep reaching a segment's end (maxPositions), which must change
+// nothing either.
 func TestIndexAgreesWithModel(t *testing.T) {
 	const events = 12000
-	for _, seed := range []uint64{1, 2, 3, 4, 5, 6, 7, 8, 9} {
+	for _, seed := range []uint64{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11} {
 		t.Run(fmt.Sprintf("seed%d", seed), func(t *testing.T) {
 			t.Parallel()
 			shape := smallShape
@@ -288,6 +291,10 @@ func TestIndexAgreesWithModel(t *testing.T) {
 				x.writeSection = 1
 			case 9:
 				x.writeSection, shape = 3, wideShape
+			case 10, 11:
+				// Segments of a few positions: runs grow past their last
+				// one all the time (maxPositions).
+				x.t.positionLimit = uint32(seed - 7)
 			}
 			m := newModel()
 			m.enforce = mode == ModeEnforce

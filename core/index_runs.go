@@ -37,9 +37,15 @@ const (
 	noRef blockRef = ^blockRef(0)
 )
 
-// maxSegments bounds the segments alive at once: a name table's slot
-// keeps a block ref in its low 56 bits (slotMeta).
-const maxSegments = 1 << (slotHashShift - 32)
+// maxSegments bounds the segments alive at once, maxPositions the
+// positions of one: a name table's slot keeps other bits beside a block
+// ref (slotMeta). Neither is near: 2^28 segments hold 2^28 runs or more
+// (tens of gigabytes of index), and a run extended up to maxPositions
+// goes on in a new segment (canExtend, appendFresh).
+const (
+	maxSegments  = 1 << 28
+	maxPositions = 1 << 28
+)
 
 func mkRef(seg, pos uint32) blockRef { return blockRef(seg)<<32 | blockRef(pos) }
 
@@ -203,8 +209,8 @@ func (t *tree) newSegment(n int) uint32 {
 		t.freeSegs = t.freeSegs[:k-1]
 	} else {
 		if len(t.segs) >= maxSegments {
-			// Some 5 GB of index at the least (a segment holds a run of one
-			// block or more): the process is out of memory in all but name.
+			// Tens of gigabytes of index (a segment holds a run of one block
+			// or more): the process is out of memory in all but name.
 			panic(fmt.Sprintf("kvhash: the index holds %d block runs at once, the most it can", maxSegments))
 		}
 		t.segs = append(t.segs, blockSegment{})
@@ -250,14 +256,23 @@ func (t *tree) startRun(x, l uint64, n int) uint32 {
 }
 
 // canExtend reports whether a block can be appended to run id in place:
-// it has no child and ends its segment.
+// it has no child and ends its segment, which has positions left.
 func (t *tree) canExtend(id uint32) bool {
 	r := &t.runs[id]
 	if id == rootRun || r.firstChild != noRun {
 		return false
 	}
 	s := &t.segs[r.seg]
-	return r.hi == s.end() && s.runs[len(s.runs)-1].id == id
+	return r.hi == s.end() && s.runs[len(s.runs)-1].id == id && r.hi < t.maxPositions()
+}
+
+// maxPositions is a segment's positions: maxPositions, or fewer for a
+// test of what happens at the end (positionLimit).
+func (t *tree) maxPositions() uint32 {
+	if t.positionLimit != 0 {
+		return t.positionLimit
+	}
+	return maxPositions
 }
 
 // extend appends block (x, l), held by nobody yet, to run id, the first

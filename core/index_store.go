@@ -176,6 +176,9 @@ func (t *tree) appendFresh(wi uint32, last blockRef, rest []StoredBlock) int {
 	// compiler would otherwise store them back through s at every block).
 	locals, exts := s.locals, s.exts
 	next := r.last() + 1
+	// The segment's last position ends the run's growth here: what is
+	// left of the store goes on in a run of its own (canExtend).
+	rest = rest[:min(len(rest), int(t.maxPositions()-r.hi))]
 	n := 0
 	for ; n < len(rest); n++ {
 		if n%(2*prefetchBatch) == 0 {

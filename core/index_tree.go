@@ -32,9 +32,11 @@ type tree struct {
 	index   map[Worker]uint32
 	// lastWorker is the worker intern found last (a hint: intern checks it).
 	lastWorker uint32
-	freeW      []uint32
-	order      []uint32 // live worker indexes sorted by Worker
-	rank       []uint32 // by worker index: position in order
+	// positionLimit, when not 0, stands in for maxPositions (tests).
+	positionLimit uint32
+	freeW         []uint32
+	order         []uint32 // live worker indexes sorted by Worker
+	rank          []uint32 // by worker index: position in order
 
 	totals [NumViolations]uint64
 
