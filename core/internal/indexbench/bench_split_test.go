@@ -7,11 +7,11 @@ import "testing"
 // and matched block apart (st-, rm- and mt-ns/blk): the loop to profile
 // for either path. Skipped without -stream.
 func BenchmarkStreamSplit(b *testing.B) {
-	s := streamOrSkip(b)
+	p := packedOrSkip(b)
 	var total StreamResult
 	var routes int64
 	for range b.N {
-		res, err := ReplayStream(s)
+		res, err := p.Replay()
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -149,6 +149,22 @@ func queryLatencies(x *core.Index, ps []Prompt, n, passes int) []int64 {
 
 var streamFlag = flag.String("stream", "", "a .kvs stream (indexstream gen) for the BenchmarkStream* benchmarks")
 
+// recordBlocks fills buf with store record r's blocks in core's type.
+func recordBlocks(buf []core.StoredBlock, r *StreamRecord) []core.StoredBlock {
+	buf = buf[:0]
+	for _, b := range r.Blocks {
+		buf = append(buf, core.StoredBlock{BlockHash: b[0], TokensHash: b[1]})
+	}
+	return buf
+}
+
+// packedOrSkip lays the -stream file out for replaying (Pack), the
+// Stream itself let go, skipping the benchmark without one.
+func packedOrSkip(b *testing.B) *PackedStream {
+	b.Helper()
+	return Pack(streamOrSkip(b))
+}
+
 // streamOrSkip reads the -stream file, skipping the benchmark without one.
 func streamOrSkip(b *testing.B) *Stream {
 	b.Helper()
@@ -185,7 +201,7 @@ func BenchmarkStreamProbes(b *testing.B) {
 			if r.HasParent {
 				parent = &r.Parent
 			}
-			buf = storeArgs(buf, r)
+			buf = recordBlocks(buf, r)
 			if err := x.ApplyStored(w, uint64(i), parent, buf); err != nil {
 				b.Fatal(err)
 			}
@@ -219,7 +235,7 @@ func BenchmarkStreamJSON(b *testing.B) {
 			if r.HasParent {
 				ev.ParentHash = &r.Parent
 			}
-			ev.Blocks = storeArgs(nil, r)
+			ev.Blocks = recordBlocks(nil, r)
 		case RecRemoved:
 			ev.Kind, ev.BlockHashes = core.EventRemoved, r.Hashes
 		default:
@@ -259,10 +275,10 @@ func BenchmarkStreamJSON(b *testing.B) {
 // queries) into a fresh index per iteration, as indexstream replay does:
 // the loop to profile for applying (-cpuprofile). Skipped without -stream.
 func BenchmarkStreamReplay(b *testing.B) {
-	s := streamOrSkip(b)
+	p := packedOrSkip(b)
 	b.ResetTimer()
 	for range b.N {
-		res, err := ReplayStream(s)
+		res, err := p.Replay()
 		if err != nil {
 			b.Fatal(err)
 		}

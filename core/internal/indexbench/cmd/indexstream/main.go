@@ -101,6 +101,10 @@ func replay(args []string) error {
 	if err != nil {
 		return err
 	}
+	// The stream laid out for replaying, without pointers for the
+	// collector to scan; the Stream itself is let go (PackedStream's doc).
+	packed := indexbench.Pack(s)
+	s = nil
 	if *profile != "" {
 		f, err := os.Create(*profile)
 		if err != nil {
@@ -112,7 +116,7 @@ func replay(args []string) error {
 		}
 		defer pprof.StopCPUProfile()
 	}
-	res, err := indexbench.ReplayStream(s)
+	res, err := packed.Replay()
 	if err != nil {
 		return fmt.Errorf("%s: %w", args[0], err)
 	}
