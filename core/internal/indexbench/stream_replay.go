@@ -132,6 +132,10 @@ func (p *PackedStream) Replay() (StreamResult, error) {
 	var buf []core.StoredBlock
 	x := core.NewIndex(core.IndexOptions{Mode: core.ModeEnforce})
 	matches := make([]core.Match, 0, p.Header.Workers)
+	// A query is copied into q before its clock starts, as a router holds
+	// a prompt's hashes it has just computed, and as the Dynamo side's
+	// RadixTree queries are (its find_matches takes its own copy).
+	var q []uint64
 	d := NewDigest()
 	var probes []int
 	for i := range p.recs {
@@ -139,7 +143,7 @@ func (p *PackedStream) Replay() (StreamResult, error) {
 		w := core.Worker{ID: uint64(r.worker)}
 		switch r.kind {
 		case RecMatch:
-			q := p.hashes(r)
+			q = append(q[:0], p.hashes(r)...)
 			t0 := time.Now()
 			matches = x.AppendMatches(matches[:0], q, false)
 			dt := time.Since(t0).Nanoseconds()
@@ -195,7 +199,7 @@ func (p *PackedStream) Replay() (StreamResult, error) {
 	res.ProbeNanos = make([]int64, 0, passes*len(probes))
 	for pass := range passes {
 		for _, i := range probes {
-			q := p.hashes(&p.recs[i])
+			q = append(q[:0], p.hashes(&p.recs[i])...)
 			t0 := time.Now()
 			matches = x.AppendMatches(matches[:0], q, false)
 			res.ProbeNanos = append(res.ProbeNanos, time.Since(t0).Nanoseconds())
