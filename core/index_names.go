@@ -183,8 +183,7 @@ func (m *nameTable) find(k uint64, ks *nameKeys) (v uint64, ok bool, at int) {
 		hf := &m.halves[i]
 		ctrl := hf.ctrl
 		for c := hf.candidates(tags, bits); c != 0; c &= c - 1 {
-			j := firstByte(c) % groupSlots
-			if ks.of(hf.slots[j]) == k {
+			if j := firstByte(c); j < groupSlots && ks.of(hf.slots[j]) == k {
 				return hf.slots[j] &^ slotMeta, true, int(i)<<slotShift | j
 			}
 		}
@@ -215,7 +214,10 @@ func (m *nameTable) take(k uint64, ks *nameKeys, guess blockRef, guessName uint6
 	hf := &m.halves[uint(h>>m.shift)]
 	ctrl := hf.ctrl
 	for c := hf.candidates(bytesLSB*(slotUsed|h&0x7f), slotHashOf(h)); c != 0; c &= c - 1 {
-		j := uint(firstByte(c)) % groupSlots
+		j := uint(firstByte(c))
+		if j >= groupSlots {
+			continue // (never: lets the compiler drop the bounds checks)
+		}
 		w := hf.slots[j]
 		if w&^slotMeta == uint64(guess) {
 			if guessName != k {
@@ -289,10 +291,9 @@ func (m *nameTable) add(k, v uint64, ks *nameKeys) bool {
 				absent = pf.ctrl&overflowMax == 0 && pf.candidates(tags, bits) == 0
 			}
 			if absent {
-				if f := ^ctrl & slotsMSB; f != 0 {
-					j := uint(firstByte(f))
+				if j := uint(firstByte(^ctrl & slotsMSB)); j < groupSlots { // a free slot
 					hf.ctrl = ctrl&^(0xff<<(8*j)) | tag<<(8*j)
-					hf.slots[j%groupSlots] = slotWord(v, h, true)
+					hf.slots[j] = slotWord(v, h, true)
 					m.count++
 					m.growthLeft--
 					return true
@@ -508,8 +509,8 @@ func (m *nameTable) moveHome(old []nameHalf, oldBits, newBits int, rest []nameEn
 				continue
 			}
 			d := slotHashBitsOf(w) >> shift & (1<<k - 1) & 3
-			f := fill[d]
-			dst[d].slots[f%groupSlots] = w
+			f := fill[d] // below seven: the entries come from one old half
+			dst[d].slots[f] = w
 			ctrls[d] |= (hf.ctrl >> (8 * j) & 0xff) << (8 * f)
 			fill[d] = f + 1
 			moved++
