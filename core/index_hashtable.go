@@ -10,7 +10,8 @@ import "math/bits"
 // with a word of control bytes holding a 7-bit tag of each slot's hash, so
 // that one word compare finds the candidate slots of a key, or shows the
 // key absent, without a branch per slot. A group is seven slots and its
-// control word: 128 bytes, two cache lines exactly. Deletion is O(1): a
+// control word: 128 bytes, two cache lines exactly, the control word and
+// the keys in the first, the values in the second. Deletion is O(1): a
 // slot becomes empty when its group has an empty slot (no probe ever
 // passed through the group), else a tombstone, which inserts reuse and
 // rehashing clears.
@@ -27,12 +28,14 @@ type hashGroup struct {
 	// ctrl has one byte per slot: ctrlEmpty, ctrlDeleted, or the slot's
 	// tag (a hash's low 7 bits); its top byte, which has no slot, is
 	// always ctrlDeleted, which no match below reports.
-	ctrl  uint64
-	slots [groupSlots]hashSlot
-	_     uint64
+	ctrl uint64
+	// The keys share the control word's line, so that a lookup compares
+	// in one line; the values are the other line, which find starts
+	// fetching at once, beside it.
+	keys [groupSlots]uint64
+	vals [groupSlots]uint64
+	_    uint64
 }
-
-type hashSlot struct{ k, v uint64 }
 
 const (
 	groupSlots = 7
@@ -114,12 +117,16 @@ func (m *hashTable) find(k uint64) (v uint64, ok bool, at int) {
 	for step := uint(1); ; step++ {
 		grp := &groups[g]
 		ctrl := grp.ctrl
+		v0 := grp.vals[0] // the values' line, on its way while the keys are compared
 		x := ctrl ^ tags
 		for c := (x - bytesLSB) &^ x & slotsMSB; c != 0; c &= c - 1 {
 			// Only full slots can match (see matchTag): the key decides.
 			i := firstByte(c)
-			if i < groupSlots && grp.slots[i].k == k {
-				return grp.slots[i].v, true, int(g)<<slotShift | i
+			if i < groupSlots && grp.keys[i] == k {
+				if i == 0 {
+					return v0, true, int(g) << slotShift
+				}
+				return grp.vals[i], true, int(g)<<slotShift | i
 			}
 		}
 		if free < 0 {
@@ -150,7 +157,7 @@ func (m *hashTable) insertAt(at int, k, v uint64) bool {
 		m.growthLeft--
 	}
 	setCtrl(&g.ctrl, i, hashOf(k)&0x7f)
-	g.slots[i] = hashSlot{k, v}
+	g.keys[i], g.vals[i] = k, v
 	m.count++
 	return true
 }
@@ -159,7 +166,7 @@ func (m *hashTable) insertAt(at int, k, v uint64) bool {
 func (m *hashTable) put(k, v uint64) {
 	_, ok, at := m.find(k)
 	if ok {
-		m.groups[uint(at)>>slotShift].slots[uint(at)&(1<<slotShift-1)].v = v
+		m.groups[uint(at)>>slotShift].vals[uint(at)&(1<<slotShift-1)] = v
 		return
 	}
 	if !m.insertAt(at, k, v) {
@@ -182,7 +189,7 @@ func (m *hashTable) insertNew(k, v uint64) {
 				m.growthLeft--
 			}
 			setCtrl(&g.ctrl, i, h&0x7f)
-			g.slots[i] = hashSlot{k, v}
+			g.keys[i], g.vals[i] = k, v
 			m.count++
 			return
 		}
@@ -204,7 +211,7 @@ func (m *hashTable) del(k uint64) bool {
 func (m *hashTable) delAt(at int) {
 	g := &m.groups[uint(at)>>slotShift]
 	i := uint(at) & (1<<slotShift - 1)
-	g.slots[i] = hashSlot{}
+	g.keys[i], g.vals[i] = 0, 0
 	if matchEmpty(g.ctrl) != 0 {
 		setCtrl(&g.ctrl, i, ctrlEmpty)
 		m.growthLeft++
@@ -240,8 +247,8 @@ func (m *hashTable) rehashTo(n int) {
 	for gi := range old {
 		g := &old[gi]
 		for c := matchFull(g.ctrl); c != 0; c &= c - 1 {
-			s := &g.slots[firstByte(c)]
-			m.insertNew(s.k, s.v)
+			i := firstByte(c)
+			m.insertNew(g.keys[i], g.vals[i])
 		}
 	}
 }
@@ -252,8 +259,8 @@ func (m *hashTable) each(f func(k, v uint64)) {
 	for gi := range m.groups {
 		g := &m.groups[gi]
 		for c := matchFull(g.ctrl); c != 0; c &= c - 1 {
-			s := &g.slots[firstByte(c)]
-			f(s.k, s.v)
+			i := firstByte(c)
+			f(g.keys[i], g.vals[i])
 		}
 	}
 }

@@ -298,14 +298,14 @@ func checkHashTable(m *hashTable) error {
 				tombs++
 			case c < 0x80:
 				n++
-				k := g.slots[i].k
+				k := g.keys[i]
 				if c != hashOf(k)&0x7f {
 					return fmt.Errorf("key %d in group %d slot %d has tag %#x, want %#x", k, gi, i, c, hashOf(k)&0x7f)
 				}
 				if _, ok, at := m.find(k); !ok || at != gi<<slotShift|i {
 					return fmt.Errorf("key %d in group %d slot %d is found %v at %d", k, gi, i, ok, at)
 				}
-				if g.slots[i].v == 0 {
+				if g.vals[i] == 0 {
 					return fmt.Errorf("key %d has value 0", k)
 				}
 			default:

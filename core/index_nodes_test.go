@@ -28,11 +28,11 @@ func TestEmptyIndexCostsBytesNotPages(t *testing.T) {
 	runtime.KeepAlive(keep)
 }
 
-// The memory figures (docs/index.md) count on these sizes: a name slot
-// is 16 bytes (key and block side by side) in groups of two cache lines,
-// a block 16 in its segment, a holder 8.
+// The memory figures (docs/index.md) count on these sizes: a name table's
+// half is one cache line (seven 8-byte slots and their control word), a
+// child table's group two, a holder 8 bytes, a run 80.
 func TestIndexRecordSizes(t *testing.T) {
-	assert.Equal(t, uintptr(16), unsafe.Sizeof(hashSlot{}))
+	assert.Equal(t, uintptr(64), unsafe.Sizeof(nameHalf{}))
 	assert.Equal(t, uintptr(128), unsafe.Sizeof(hashGroup{}))
 	assert.Equal(t, uintptr(8), unsafe.Sizeof(holder{}))
 	assert.Equal(t, uintptr(80), unsafe.Sizeof(run{}))
