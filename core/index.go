@@ -236,12 +236,13 @@ func (x *Index) FindMatches(localHashes []uint64, earlyExit bool) OverlapScores 
 // AppendMatches appends the matches of FindMatches to dst, sorted by
 // Worker. It does not allocate when dst has room for them.
 func (x *Index) AppendMatches(dst []Match, localHashes []uint64, earlyExit bool) []Match {
-	if len(localHashes) == 0 {
+	if len(localHashes) == 0 || !x.t.rootFilter.mayHold(localHashes[0]) {
+		// A query whose first block no worker holds (about half of them,
+		// on the replayed traces) is told so by the root's filter, which
+		// needs no lock: it takes neither the lock nor a scratch.
 		return dst
 	}
 	x.mu.RLock()
-	// A query whose first block no worker holds (about half of them, on
-	// the replayed traces) needs no scratch: it is taken only after.
 	if first := x.t.childRun(rootRun, localHashes[0]); first != noRun {
 		if hs := x.t.runs[first].holders; len(hs) == 1 {
 			dst = x.t.matchOne(dst, localHashes, earlyExit, first, hs[0].wi)

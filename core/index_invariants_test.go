@@ -141,7 +141,7 @@ func checkChildren(t *tree, id uint32) error {
 	if r.childMap == 0 && int(r.kids) != count {
 		return fmt.Errorf("run %d: counts %d children, list %d", id, r.kids, count)
 	}
-	if f := &t.rootFilter; id == rootRun && len(f.bits) > 0 && f.keys-f.stale != count {
+	if f := &t.rootFilter; id == rootRun && f.words() != nil && f.keys-f.stale != count {
 		return fmt.Errorf("root filter counts %d keys and %d removals, the root has %d children", f.keys, f.stale, count)
 	}
 	if r.childMap != 0 {

@@ -29,7 +29,7 @@ func TestRootFilterNeverHidesAChild(t *testing.T) {
 		store(salt)
 	}
 	require.NoError(t, checkInvariants(x))
-	assert.NotEmpty(t, x.t.rootFilter.bits, "a root with thousands of children has a filter")
+	assert.NotEmpty(t, x.t.rootFilter.words(), "a root with thousands of children has a filter")
 	for round := range 6 {
 		for salt, p := range prompts {
 			if rng.IntN(4) == 0 {
@@ -60,6 +60,60 @@ func TestRootFilterNeverHidesAChild(t *testing.T) {
 		}
 		for salt := range uint64(200) {
 			assert.Empty(t, x.AppendMatches(nil, localsOf(chain(3, (1<<40+salt)<<8)), false))
+		}
+	}
+}
+
+// Matches read the root's filter without the index's lock. A writer
+// storing and evicting prompts at the root (the filter built, filled,
+// rebuilt as removals pile up) must never make a concurrent match miss a
+// prompt held all along, nor match one never stored; run under -race, it
+// also proves the filter's words are only read and written atomically.
+func TestRootFilterReadWhileRebuilt(t *testing.T) {
+	x := NewIndex(IndexOptions{Mode: ModeWarn})
+	held := Worker{ID: 7}
+	pinned := make([][]StoredBlock, 64)
+	for i := range pinned {
+		pinned[i] = chain(3, uint64(1+i)<<40)
+		require.NoError(t, x.ApplyStored(held, 1, nil, pinned[i]))
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		w := Worker{ID: 8}
+		for round := range 40 {
+			var hashes []uint64
+			for salt := range uint64(200) {
+				p := chain(2, uint64(round)<<20|salt<<4)
+				if err := x.ApplyStored(w, 2, nil, p); err != nil {
+					t.Error(err)
+					return
+				}
+				hashes = append(hashes, p[1].BlockHash, p[0].BlockHash)
+			}
+			if err := x.ApplyRemoved(w, 3, hashes); err != nil {
+				t.Error(err)
+				return
+			}
+		}
+	}()
+	never := chain(3, 1<<60)
+	buf := make([]Match, 0, 4)
+	for i := 0; ; i++ {
+		select {
+		case <-done:
+			require.NoError(t, checkInvariants(x))
+			assert.NotNil(t, x.t.rootFilter.words(), "the root kept a filter")
+			return
+		default:
+		}
+		p := pinned[i%len(pinned)]
+		buf = x.AppendMatches(buf[:0], localsOf(p), false)
+		if len(buf) != 1 || buf[0].Worker != held || buf[0].Score != 3 {
+			t.Fatalf("a prompt held all along matched %+v", buf)
+		}
+		if len(x.AppendMatches(buf[:0], localsOf(never), false)) != 0 {
+			t.Fatal("a prompt never stored matched")
 		}
 	}
 }
