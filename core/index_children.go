@@ -84,6 +84,12 @@ func (t *tree) childRun(p uint32, l uint64) uint32 {
 	if p == rootRun && !t.rootFilter.mayHold(l) {
 		return noRun
 	}
+	return t.childOf(p, l)
+}
+
+// childOf is childRun without the root's filter, for a caller that has
+// asked it already.
+func (t *tree) childOf(p uint32, l uint64) uint32 {
 	pr := &t.runs[p]
 	if pr.childMap != 0 {
 		if c, ok := t.childMaps[pr.childMap].get(l); ok {
