@@ -17,10 +17,7 @@ func TestHashTableAgreesWithAMap(t *testing.T) {
 		var m hashTable
 		want := map[uint64]uint64{}
 		for i := range 50000 {
-			k := rng.Uint64N(keySpace)
-			if keySpace > 1000 && i%3 == 0 {
-				k = uint64(i % 64) // small, poorly mixed keys too
-			}
+			k := tableTestKey(rng, keySpace, i)
 			switch rng.IntN(3) {
 			case 0, 1:
 				v := 1 + rng.Uint64()>>1
@@ -49,6 +46,16 @@ func TestHashTableAgreesWithAMap(t *testing.T) {
 		require.False(t, ok)
 		require.False(t, m.del(0))
 	}
+}
+
+// tableTestKey is the i-th key of a table test over keys below space:
+// drawn at random, and in a large space every third a small, poorly mixed
+// one.
+func tableTestKey(rng *rand.Rand, space uint64, i int) uint64 {
+	if space > 1000 && i%3 == 0 {
+		return uint64(i % 64)
+	}
+	return rng.Uint64N(space)
 }
 
 // An engine's cache stores and evicts blocks forever at a steady size:

@@ -436,9 +436,10 @@ func (m *nameTable) grow(need int, ks *nameKeys) {
 		entries = (*ks.scratch)[:0]
 	}
 	oldBits, newBits := bits.TrailingZeros(uint(len(old))), bits.TrailingZeros(uint(n))
-	if oldBits >= 64-slotHashLo-slotHashBits && newBits <= 64-slotHashLo {
+	if oldBits >= 64-slotHashLo-slotHashBits && newBits <= 64-slotHashLo && newBits-oldBits <= 2 {
 		// The slots say where their names go, but for the few not in
-		// their home half: only those are read back below.
+		// their home half: only those are read back below. (Only reserve
+		// grows a table more than fourfold at once.)
 		entries = m.moveHome(old, oldBits, newBits, entries)
 	} else {
 		for i := range old {
@@ -472,24 +473,13 @@ func (m *nameTable) grow(need int, ks *nameKeys) {
 }
 
 // moveHome moves the entries of old (of 1<<oldBits halves) that are in
-// their home half into m (of 1<<newBits, empty), by the hash bits their
-// slots keep, and appends the others to rest. The entries of one old
-// half go to the halves its own index prefixes, which no other's do, so
-// each finds room in its new home, and those halves' control words are
-// built aside and written once.
+// their home half into m (of 1<<newBits, empty, at most four times as
+// many), by the hash bits their slots keep, and appends the others to
+// rest. The entries of one old half go to the halves its own index
+// prefixes, which no other's do, so each finds room in its new home, and
+// those halves' control words are built aside and written once.
 func (m *nameTable) moveHome(old []nameHalf, oldBits, newBits int, rest []nameEntry) []nameEntry {
 	k := uint(newBits - oldBits)
-	if k > 2 {
-		// Only reserve grows by more than four times at once: the general
-		// way.
-		for i := range old {
-			hf := &old[i]
-			for c := hf.ctrl & slotsMSB; c != 0; c &= c - 1 {
-				rest = append(rest, nameEntry{v: hf.slots[firstByte(c)] &^ slotMeta})
-			}
-		}
-		return rest
-	}
 	shift := uint(64 - slotHashLo - newBits)
 	moved := 0
 	for i := range old {

@@ -46,10 +46,7 @@ func TestNameTableAgreesWithAMap(t *testing.T) {
 		var m nameTable
 		want := map[uint64]uint64{}
 		for i := range 40000 {
-			k := rng.Uint64N(space)
-			if space > 1000 && i%3 == 0 {
-				k = uint64(i % 64) // small, poorly mixed names too
-			}
+			k := tableTestKey(rng, space, i)
 			ks := ns.keys()
 			_, had := want[k]
 			switch op := rng.IntN(4); op {

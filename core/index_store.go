@@ -248,27 +248,20 @@ func prefetchStored(m *nameTable, blocks []StoredBlock, i int) {
 	if len(m.halves) == 0 || i >= len(blocks) {
 		return
 	}
-	var lines [8]unsafe.Pointer
-	n := min(2*prefetchBatch, len(blocks)-i)
-	for j := range min(n, 4) {
-		b := m.bucketAddr(blocks[i+j].BlockHash)
-		lines[2*j], lines[2*j+1] = b, unsafe.Add(b, 64)
+	// Two batches of four buckets, two lines each; a short event's last
+	// batch repeats its first line rather than computing an address again.
+	for lo := i; lo < min(i+2*prefetchBatch, len(blocks)); lo += 4 {
+		var lines [8]unsafe.Pointer
+		n := min(4, len(blocks)-lo)
+		for j := range n {
+			b := m.bucketAddr(blocks[lo+j].BlockHash)
+			lines[2*j], lines[2*j+1] = b, unsafe.Add(b, 64)
+		}
+		for j := 2 * n; j < len(lines); j++ {
+			lines[j] = lines[0]
+		}
+		prefetch8(&lines)
 	}
-	for j := 2 * min(n, 4); j < len(lines); j++ {
-		lines[j] = lines[0]
-	}
-	prefetch8(&lines)
-	if n <= 4 {
-		return
-	}
-	for j := range n - 4 {
-		b := m.bucketAddr(blocks[i+4+j].BlockHash)
-		lines[2*j], lines[2*j+1] = b, unsafe.Add(b, 64)
-	}
-	for j := 2 * (n - 4); j < len(lines); j++ {
-		lines[j] = lines[0]
-	}
-	prefetch8(&lines)
 }
 
 // bind records that worker wi holds block b under external hash x, which
