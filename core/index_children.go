@@ -75,7 +75,7 @@ func (t *tree) unlink(c uint32) {
 	}
 	cr.parent, cr.next, cr.prev = noRun, noRun, noRun
 	if p == rootRun {
-		t.rootUnlinked()
+		t.rootUnlinked(cr.key)
 	}
 }
 

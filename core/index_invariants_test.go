@@ -58,6 +58,9 @@ func checkRuns(t *tree) error {
 	if uint64(blocks) != t.live {
 		return fmt.Errorf("the tree counts %d blocks, its runs hold %d", t.live, blocks)
 	}
+	if err := checkRootFilter(t); err != nil {
+		return err
+	}
 	if live+free+1 != len(t.runs) {
 		return fmt.Errorf("%d live runs, %d free, %d in all", live, free, len(t.runs))
 	}
@@ -120,6 +123,39 @@ func checkRun(t *tree, id uint32) error {
 	return nil
 }
 
+// checkRootFilter verifies the root's filter against its children: each
+// counter holds what the children count in it, or is saturated (and then
+// at least as many count in it as when it saturated: some, when it ever
+// reached counterMax with them).
+func checkRootFilter(t *tree) error {
+	f := &t.rootFilter
+	ws := f.current()
+	if ws == nil {
+		return nil
+	}
+	want := make([][16]int, len(ws))
+	n := 0
+	for c := t.runs[rootRun].firstChild; c != noRun; c = t.runs[c].next {
+		i, shifts := ws.counters(t.runs[c].key)
+		for _, sh := range shifts {
+			want[i][sh/4]++
+		}
+		n++
+	}
+	if n != f.keys {
+		return fmt.Errorf("the root filter counts %d keys, the root has %d children", f.keys, n)
+	}
+	for i, w := range ws {
+		for j := range 16 {
+			got := int(w >> (4 * j) & counterMax)
+			if got != min(want[i][j], counterMax) && got != counterMax {
+				return fmt.Errorf("root filter word %d counter %d is %d, its children count %d", i, j, got, want[i][j])
+			}
+		}
+	}
+	return nil
+}
+
 // checkChildren verifies a run's sibling list against the children's
 // parent links, its child count and its child map.
 func checkChildren(t *tree, id uint32) error {
@@ -140,9 +176,6 @@ func checkChildren(t *tree, id uint32) error {
 	}
 	if r.childMap == 0 && int(r.kids) != count {
 		return fmt.Errorf("run %d: counts %d children, list %d", id, r.kids, count)
-	}
-	if f := &t.rootFilter; id == rootRun && f.words() != nil && f.keys-f.stale != count {
-		return fmt.Errorf("root filter counts %d keys and %d removals, the root has %d children", f.keys, f.stale, count)
 	}
 	if r.childMap != 0 {
 		m := &t.childMaps[r.childMap]
@@ -364,7 +397,7 @@ func checkNameTable(m *nameTable, ks *nameKeys) error {
 			return fmt.Errorf("half %d counts %d overflows, %d names passed it", i, got, overflows[i])
 		}
 	}
-	if n != m.count || m.growthLeft != nameCapacity(len(m.halves))-n || m.growthLeft < 0 {
+	if n != m.count || m.growthLeft != m.capacity(len(m.halves))-n {
 		return fmt.Errorf("table counts %d entries and room for %d, holds %d in %d halves", m.count, m.growthLeft, n, len(m.halves))
 	}
 	return nil

@@ -99,44 +99,84 @@ func TestNameTableAgreesWithAMap(t *testing.T) {
 	}
 }
 
-// An engine's cache stores and evicts blocks forever at a steady size:
-// the table must stay at its size (a delete frees its slot at once, and
-// the overflow counts go back down), and every name stays found.
+// An engine's cache stores and evicts blocks forever at a steady size.
+// Once its names have turned over, a table is kept at most half full
+// (turnedOver): one already under half stays at its size, one above it
+// doubles once, and neither grows again, however long the churn goes on
+// (a delete frees its slot at once, and the overflow counts go back
+// down). Every name stays found throughout.
 func TestNameTableChurnKeepsItsSize(t *testing.T) {
-	const live = 5000
-	rng := rand.New(rand.NewPCG(3, 4))
+	for _, tc := range []struct {
+		live   int
+		growth int // the table's size after the churn, to before it
+	}{
+		{live: 5000, growth: 1}, // 2048 halves, under half full
+		{live: 9000, growth: 2}, // 2048 halves, above half full
+		{live: 60, growth: 1},   // a small table is left at its load
+	} {
+		rng := rand.New(rand.NewPCG(3, uint64(tc.live)))
+		ns := newNameSpace()
+		var m nameTable
+		var names []uint64
+		for range tc.live {
+			k := rng.Uint64()
+			names = append(names, k)
+			v := ns.block(k, k)
+			ks := ns.keys()
+			require.True(t, m.add(k, v, &ks))
+		}
+		size := len(m.halves)
+		require.False(t, m.churned)
+		for round := range 100_000 {
+			i := rng.IntN(tc.live)
+			ks := ns.keys()
+			require.True(t, m.del(names[i], &ks))
+			names[i] = rng.Uint64()
+			v := ns.block(names[i], names[i])
+			ks = ns.keys()
+			require.True(t, m.add(names[i], v, &ks))
+			if round == 2*tc.live {
+				require.Equal(t, tc.growth*size, len(m.halves), "live %d: the table's size after two turnovers", tc.live)
+			}
+			if round%20000 == 0 {
+				require.NoError(t, checkNameTable(&m, &ks))
+			}
+		}
+		ks := ns.keys()
+		require.NoError(t, checkNameTable(&m, &ks))
+		require.Equal(t, tc.live, m.len())
+		assert.Equal(t, size >= nameChurnMin, m.churned, "live %d", tc.live)
+		assert.Equal(t, tc.growth*size, len(m.halves), "live %d: the table's size after the churn", tc.live)
+		for _, k := range names {
+			_, ok := m.get(k, &ks)
+			require.True(t, ok)
+		}
+	}
+}
+
+// A table that only grows (a worker filling its cache, or one that never
+// evicts) is never taken for a churned one: it keeps the full load.
+func TestNameTableGrowingIsNotChurn(t *testing.T) {
+	rng := rand.New(rand.NewPCG(8, 9))
 	ns := newNameSpace()
 	var m nameTable
 	var names []uint64
-	for range live {
+	for i := range 200_000 {
 		k := rng.Uint64()
 		names = append(names, k)
-		ks := ns.keys()
 		v := ns.block(k, k)
-		ks.segs = ns.segs
-		require.True(t, m.add(k, v, &ks))
-	}
-	size := len(m.halves)
-	for round := range 100_000 {
-		i := rng.IntN(live)
 		ks := ns.keys()
-		require.True(t, m.del(names[i], &ks))
-		names[i] = rng.Uint64()
-		v := ns.block(names[i], names[i])
-		ks = ns.keys()
-		require.True(t, m.add(names[i], v, &ks))
-		if round%20000 == 0 {
-			require.NoError(t, checkNameTable(&m, &ks))
+		require.True(t, m.add(k, v, &ks))
+		if i%3 == 0 { // one delete to three inserts
+			j := rng.IntN(len(names))
+			require.True(t, m.del(names[j], &ks))
+			names[j] = names[len(names)-1]
+			names = names[:len(names)-1]
 		}
 	}
+	assert.False(t, m.churned)
 	ks := ns.keys()
 	require.NoError(t, checkNameTable(&m, &ks))
-	require.Equal(t, live, m.len())
-	assert.Equal(t, size, len(m.halves), "the table grew under churn at a steady size")
-	for _, k := range names {
-		_, ok := m.get(k, &ks)
-		require.True(t, ok)
-	}
 }
 
 // A store reserves room for its names up front, so the table grows once

@@ -30,7 +30,7 @@ func TestRootFilterNeverHidesAChild(t *testing.T) {
 		store(salt)
 	}
 	require.NoError(t, checkInvariants(x))
-	assert.NotEmpty(t, x.t.rootFilter.words(), "a root with thousands of children has a filter")
+	assert.NotEmpty(t, x.t.rootFilter.current(), "a root with thousands of children has a filter")
 	for round := range 6 {
 		for salt, p := range prompts {
 			if rng.IntN(4) == 0 {
@@ -62,6 +62,68 @@ func TestRootFilterNeverHidesAChild(t *testing.T) {
 		for salt := range uint64(200) {
 			assert.Empty(t, x.AppendMatches(nil, localsOf(chain(3, (1<<40+salt)<<8)), false))
 		}
+	}
+}
+
+// A prompt every worker has evicted is told apart by the filter as surely
+// as one never sent: its first block's counts went when it left the root,
+// without waiting for a rebuild. (A filter of plain bits lets such a
+// prompt by until it is rebuilt: a fifth of the root evicted is below any
+// sensible rebuild threshold.)
+func TestRootFilterForgetsEvictedPrompts(t *testing.T) {
+	x := NewIndex(IndexOptions{Mode: ModeWarn})
+	w := Worker{ID: 1}
+	var prompts [][]StoredBlock
+	for salt := range uint64(2000) {
+		p := chain(2, salt<<8)
+		require.NoError(t, x.ApplyStored(w, salt, nil, p))
+		prompts = append(prompts, p)
+	}
+	built := x.t.rootFilter.current()
+	require.NotEmpty(t, built)
+	for _, p := range prompts[:400] {
+		require.NoError(t, x.ApplyRemoved(w, 1, []uint64{p[1].BlockHash, p[0].BlockHash}))
+	}
+	require.NoError(t, checkInvariants(x))
+	require.Equal(t, &built[0], &x.t.rootFilter.current()[0], "removals alone did not rebuild the filter")
+	letBy := 0
+	for _, p := range prompts[:400] {
+		if x.t.rootFilter.mayHold(p[0].TokensHash) {
+			letBy++
+		}
+	}
+	assert.LessOrEqual(t, letBy, 8, "evicted prompts the filter still lets by, of 400")
+	for _, p := range prompts[400:] {
+		require.True(t, x.t.rootFilter.mayHold(p[0].TokensHash))
+	}
+}
+
+// A counter that saturates stays saturated: counting past it could wrap
+// it to zero and hide a key that is there. Eighty keys in one word of
+// sixteen counters saturate about half of them; once every key is taken
+// away again, each counter is back at zero or stuck at its maximum, and
+// the removals that met a stuck one are reported.
+func TestRootFilterCountersSaturate(t *testing.T) {
+	ws := make(filterWords, 1)
+	keys := make([]uint64, 80)
+	for i := range keys {
+		keys[i] = uint64(i+1) * 0x9e3779b97f4a7c15
+		ws[0], _ = ws.count(keys[i], true)
+	}
+	f := &rootFilter{}
+	f.words.Store(&ws)
+	for _, k := range keys {
+		require.True(t, f.mayHold(k))
+	}
+	saturated := 0
+	for _, k := range keys {
+		w, n := ws.count(k, false)
+		ws[0] = w
+		saturated += n
+	}
+	assert.Positive(t, saturated)
+	for j := range 16 {
+		assert.Contains(t, []uint64{0, counterMax}, ws[0]>>(4*j)&counterMax, "counter %d", j)
 	}
 }
 
@@ -104,7 +166,7 @@ func TestRootFilterReadWhileRebuilt(t *testing.T) {
 		select {
 		case <-done:
 			require.NoError(t, checkInvariants(x))
-			assert.NotNil(t, x.t.rootFilter.words(), "the root kept a filter")
+			assert.NotNil(t, x.t.rootFilter.current(), "the root kept a filter")
 			return
 		default:
 		}
