@@ -243,15 +243,31 @@ func prefetchNames(m *nameTable, names []uint64, i int) {
 
 // prefetchStored starts the lookups of the names of
 // blocks[i:i+2*prefetchBatch], which a store adds: their whole buckets (a
-// new name goes to its home half, or, that one full, the other).
+// new name goes to its home half, or, that one full, the other). A
+// churned table is at most half full (nameTable.turnedOver), so a new
+// name's home half nearly always has room: only the home halves are
+// fetched, half the lines (measured on the evicting streams: 6-14 % more
+// apply throughput; in a table that only grows, fuller, the other half is
+// worth its line).
 func prefetchStored(m *nameTable, blocks []StoredBlock, i int) {
 	if len(m.halves) == 0 || i >= len(blocks) {
+		return
+	}
+	var lines [8]unsafe.Pointer
+	if m.churned {
+		n := min(len(lines), len(blocks)-i)
+		for j := range n {
+			lines[j] = m.homeAddr(blocks[i+j].BlockHash)
+		}
+		for j := n; j < len(lines); j++ {
+			lines[j] = lines[0] // a short event's last batch
+		}
+		prefetch8(&lines)
 		return
 	}
 	// Two batches of four buckets, two lines each; a short event's last
 	// batch repeats its first line rather than computing an address again.
 	for lo := i; lo < min(i+2*prefetchBatch, len(blocks)); lo += 4 {
-		var lines [8]unsafe.Pointer
 		n := min(4, len(blocks)-lo)
 		for j := range n {
 			b := m.bucketAddr(blocks[lo+j].BlockHash)
