@@ -230,11 +230,7 @@ func (m *nameTable) take(k uint64, ks *nameKeys, guess blockRef, guessName uint6
 		}
 		hf.ctrl = ctrl &^ (0xff << (8 * j))
 		hf.slots[j] = 0
-		m.count--
-		m.growthLeft++
-		if m.turned++; m.turned >= m.count {
-			m.turnedOver()
-		}
+		m.deleted()
 		return w &^ slotMeta, true
 	}
 	if ctrl&overflowMax == 0 {
@@ -392,6 +388,11 @@ func (m *nameTable) delAt(at int, k uint64) {
 	hf := &m.halves[half]
 	setCtrl(&hf.ctrl, j, 0)
 	hf.slots[j] = 0
+	m.deleted()
+}
+
+// deleted counts a name just taken out of its slot.
+func (m *nameTable) deleted() {
 	m.count--
 	m.growthLeft++
 	if m.turned++; m.turned >= m.count {

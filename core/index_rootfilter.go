@@ -77,12 +77,13 @@ func (f *rootFilter) current() filterWords {
 	return nil
 }
 
-// count returns l's word of the filter with l's counts added (up) or
-// taken away, for the caller to store, and how many of l's counters were
-// saturated (and so left as they were).
-func (ws filterWords) count(l uint64, up bool) (w uint64, saturated int) {
+// count adds l's counts to the filter (up) or takes them away, and
+// returns how many of l's counters were saturated (and so left as they
+// were). Only writers call it, one at a time; it stores the word
+// atomically for the readers.
+func (ws filterWords) count(l uint64, up bool) (saturated int) {
 	i, s := ws.counters(l)
-	w = atomic.LoadUint64(&ws[i])
+	w := atomic.LoadUint64(&ws[i])
 	for _, sh := range s {
 		switch c := w >> sh & counterMax; {
 		case c == counterMax:
@@ -93,7 +94,8 @@ func (ws filterWords) count(l uint64, up bool) (w uint64, saturated int) {
 			w -= 1 << sh
 		}
 	}
-	return w, saturated
+	atomic.StoreUint64(&ws[i], w)
+	return saturated
 }
 
 // rootLinked notes a new child of the root under key l.
@@ -111,9 +113,7 @@ func (t *tree) rootLinked(l uint64) {
 		t.rebuildRootFilter() // two keys a word would let too many by
 		return
 	}
-	i, _ := ws.counters(l)
-	w, _ := ws.count(l, true)
-	atomic.StoreUint64(&ws[i], w)
+	ws.count(l, true)
 }
 
 // rootUnlinked notes that the root's child under key l left.
@@ -124,10 +124,7 @@ func (t *tree) rootUnlinked(l uint64) {
 		return
 	}
 	f.keys--
-	i, _ := ws.counters(l)
-	w, saturated := ws.count(l, false)
-	atomic.StoreUint64(&ws[i], w)
-	if saturated > 0 {
+	if ws.count(l, false) > 0 {
 		f.stuck++
 	}
 	if 8*f.keys < len(ws) || 16*f.stuck > f.keys {
@@ -160,9 +157,7 @@ func (t *tree) rebuildRootFilter() {
 	}
 	ws := make(filterWords, words)
 	for c := t.runs[rootRun].firstChild; c != noRun; c = t.runs[c].next {
-		l := t.runs[c].key
-		i, _ := ws.counters(l)
-		ws[i], _ = ws.count(l, true)
+		ws.count(t.runs[c].key, true)
 	}
 	f.keys, f.stuck = n, 0
 	f.words.Store(&ws)
