@@ -3,12 +3,12 @@
 # Bench only: nothing here is part of make test. cargo fetches the locked
 # crates from crates.io the first time (--locked: exactly those versions).
 #
-#   make bench-dynamo                    all eight streams, 3 alternating runs each
-#   make bench-dynamo DYNAMO_STREAMS=w128-bs16-evict,w16-bs64-evict DYNAMO_RUNS=5
+#   make bench-dynamo                    all eight streams, 7 alternating runs each
+#   make bench-dynamo DYNAMO_STREAMS=w128-bs16-evict,w16-bs64-evict DYNAMO_RUNS=9
 #
 # Streams are made once from the Mooncake trace (INDEX_TRACE, see
 # mk/30-index.mk; a generated trace when it is absent) into build/indexstreams.
-DYNAMO_RUNS    ?= 3
+DYNAMO_RUNS    ?= 7
 DYNAMO_STREAMS ?=
 CARGO          ?= cargo
 INDEXSTREAM    := $(BUILD)/bin/indexstream

@@ -80,3 +80,35 @@ func MedianFigures(runs []Figures) Figures {
 	}
 	return out
 }
+
+// PairedRatios returns get(a[i]) / get(b[i]) for each run i: the runs of
+// two implementations made one after the other (compare alternates
+// them), each pair under the same load. This machine is shared: for
+// stretches of a second or so everything on it runs at about two thirds
+// of its speed, on either side of a comparison alike, so a ratio of
+// medians swings with which side's median run fell in a slow stretch,
+// while a pair of adjacent runs mostly shares its stretch and its ratio
+// does not move with it.
+func PairedRatios(a, b []Figures, get func(Figures) float64) []float64 {
+	out := make([]float64, 0, min(len(a), len(b)))
+	for i := range min(len(a), len(b)) {
+		out = append(out, get(a[i])/get(b[i]))
+	}
+	return out
+}
+
+// MedianRatio is the median of PairedRatios (of an even number, the mean
+// of the middle two): the figure compare reports for kvhash against a
+// Dynamo tree.
+func MedianRatio(a, b []Figures, get func(Figures) float64) float64 {
+	v := PairedRatios(a, b, get)
+	if len(v) == 0 {
+		return 0
+	}
+	slices.Sort(v)
+	n := len(v)
+	if n%2 == 0 {
+		return (v[n/2-1] + v[n/2]) / 2
+	}
+	return v[n/2]
+}

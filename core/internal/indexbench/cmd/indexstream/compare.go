@@ -26,7 +26,7 @@ func compare(args []string) error {
 	fl := flag.NewFlagSet("compare", flag.ExitOnError)
 	dir := fl.String("streams", "build/indexstreams", "directory of .kvs streams (indexstream gen)")
 	dynamo := fl.String("dynamo", "build/cargo/release/kvhash-dynamo-bench", "bench/dynamo's release binary")
-	runs := fl.Int("runs", 3, "replays of each stream by each side")
+	runs := fl.Int("runs", 7, "replays of each stream by each side")
 	only := fl.String("only", "", "comma-separated stream names to run (default all)")
 	fl.Parse(args)
 	files, err := filepath.Glob(filepath.Join(*dir, "*.kvs"))
@@ -49,21 +49,27 @@ func compare(args []string) error {
 	var rows []row
 	for _, f := range files {
 		all := map[string][]indexbench.Figures{}
-		for range *runs {
-			fig, err := runFigures(self, "replay", f)
-			if err != nil {
-				return err
+		for i := range *runs {
+			// kvhash and RadixTree are always next to each other; the
+			// order turns every other run, so neither side is always
+			// the one that goes first after a slow stretch.
+			order := append([]string{"kvhash"}, dynamoTrees...)
+			if i%2 == 1 {
+				slices.Reverse(order)
 			}
-			all["kvhash"] = append(all["kvhash"], fig)
-			for _, tree := range dynamoTrees {
-				fig, err := runFigures(*dynamo, "replay", "--tree", tree, f)
+			for _, impl := range order {
+				bin, args := self, []string{"replay", f}
+				if impl != "kvhash" {
+					bin, args = *dynamo, []string{"replay", "--tree", impl, f}
+				}
+				fig, err := runFigures(bin, args...)
 				if err != nil {
 					return err
 				}
-				all[tree] = append(all[tree], fig)
+				all[impl] = append(all[impl], fig)
 			}
 		}
-		r := row{stream: strings.TrimSuffix(filepath.Base(f), ".kvs"), med: map[string]indexbench.Figures{}}
+		r := row{stream: strings.TrimSuffix(filepath.Base(f), ".kvs"), runs: all, med: map[string]indexbench.Figures{}}
 		for impl, figs := range all {
 			r.med[impl] = indexbench.MedianFigures(figs)
 		}
@@ -87,6 +93,7 @@ func compare(args []string) error {
 
 type row struct {
 	stream string
+	runs   map[string][]indexbench.Figures // each implementation's runs, in the order they were made
 	med    map[string]indexbench.Figures
 }
 
@@ -114,6 +121,21 @@ func printDetail(r row) {
 			f.BlockOpsPerS/1e6, f.ApplyBlocksPerS/1e6, ns(f.ProbeP50Ns), ns(f.ProbeP99Ns),
 			ns(f.RouteP50Ns), ns(f.RouteP99Ns), f.BytesPerPair, f.Pairs, f.Digest)
 	}
+	for _, tree := range dynamoTrees {
+		r.printPairs("block-ops/s", tree, blockOps)
+	}
+	r.printPairs("p50-64", r.lower(probeP50), probeP50)
+	r.printPairs("route-p99", r.lower(routeP99), routeP99)
+}
+
+// printPairs prints kvhash's figure over tree's, run by run: the ratios
+// whose median printRatios reports.
+func (r row) printPairs(figure, tree string, get func(indexbench.Figures) float64) {
+	fmt.Printf("  %s kvhash/%s, run by run:", figure, tree)
+	for _, v := range indexbench.PairedRatios(r.runs["kvhash"], r.runs[tree], get) {
+		fmt.Printf(" %.2f", v)
+	}
+	fmt.Println()
 }
 
 func ns(v int64) string {
@@ -126,25 +148,42 @@ func ns(v int64) string {
 // printRatios prints the comparison as a Markdown table: throughput
 // against Dynamo's faster tree on that stream (higher is better for
 // kvhash), latencies against Dynamo's lower one (below 1 is better for
-// kvhash).
+// kvhash). Each ratio is the median of the ratios of adjacent runs
+// (indexbench.MedianRatio), not a ratio of the medians above it.
 func printRatios(rows []row, runs int) {
-	fmt.Printf("\nkvhash / Dynamo 1.6.1 (medians of %d alternating runs; throughput vs Dynamo's faster tree, latency vs its lower one)\n\n", runs)
+	fmt.Printf("\nkvhash / Dynamo 1.6.1 (medians of the ratios of %d pairs of adjacent runs; throughput vs Dynamo's faster tree, latency vs its lower one)\n\n", runs)
 	fmt.Println("| stream | block-ops/s, x Dynamo | 64-block match p50, kvhash/Dynamo | routing-query p99, kvhash/Dynamo | B/pair kvhash / radix / crtc | digests |")
 	fmt.Println("|---|---|---|---|---|---|")
 	for _, r := range rows {
 		k, a, b := r.med["kvhash"], r.med["radix"], r.med["crtc"]
-		fast, fastName := a, "RadixTree"
+		fast, fastName := "radix", "RadixTree"
 		if b.BlockOpsPerS > a.BlockOpsPerS {
-			fast, fastName = b, "CRTC"
+			fast, fastName = "crtc", "CRTC"
 		}
 		agree := "agree"
 		if k.Digest != a.Digest || k.Digest != b.Digest || k.Digest == "varies" {
 			agree = fmt.Sprintf("DIFFER (%s / %s / %s)", k.Digest, a.Digest, b.Digest)
 		}
 		fmt.Printf("| %s | %.2fx (vs %s) | %.2f | %.2f | %.0f / %.0f / %.0f | %s |\n", r.stream,
-			k.BlockOpsPerS/fast.BlockOpsPerS, fastName,
-			float64(k.ProbeP50Ns)/float64(min(a.ProbeP50Ns, b.ProbeP50Ns)),
-			float64(k.RouteP99Ns)/float64(min(a.RouteP99Ns, b.RouteP99Ns)),
+			r.ratio(fast, blockOps), fastName,
+			r.ratio(r.lower(probeP50), probeP50), r.ratio(r.lower(routeP99), routeP99),
 			k.BytesPerPair, a.BytesPerPair, b.BytesPerPair, agree)
 	}
+}
+
+func blockOps(f indexbench.Figures) float64 { return f.BlockOpsPerS }
+func probeP50(f indexbench.Figures) float64 { return float64(f.ProbeP50Ns) }
+func routeP99(f indexbench.Figures) float64 { return float64(f.RouteP99Ns) }
+
+// lower is the Dynamo tree whose median of a latency is lower.
+func (r row) lower(get func(indexbench.Figures) float64) string {
+	if get(r.med["crtc"]) < get(r.med["radix"]) {
+		return "crtc"
+	}
+	return "radix"
+}
+
+// ratio is kvhash's figure over tree's, the median over adjacent runs.
+func (r row) ratio(tree string, get func(indexbench.Figures) float64) float64 {
+	return indexbench.MedianRatio(r.runs["kvhash"], r.runs[tree], get)
 }

@@ -3,8 +3,9 @@
 //
 //	indexstream gen [-trace FILE] [-out DIR]     write one .kvs stream per configuration
 //	indexstream replay FILE                      replay through core.Index, print one JSON line
-//	indexstream compare [-streams DIR] [-dynamo BIN] [-runs 3]
-//	                                             alternate both sides, print medians and ratios
+//	indexstream compare [-streams DIR] [-dynamo BIN] [-runs 7]
+//	                                             alternate both sides, print medians and the
+//	                                             medians of the ratios of adjacent runs
 //
 // gen reads the Mooncake trace (default ../shared/data/mooncake-synthetic-trace.jsonl
 // from the repository root); when it is absent it says so and uses a
