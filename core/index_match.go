@@ -131,9 +131,9 @@ func (t *tree) matchOne(dst []Match, q []uint64, earlyExit bool, id, wi uint32) 
 	return append(dst, Match{Worker: ws.w, Score: d, TreeSize: ws.blocks()})
 }
 
-// commonPrefix returns how many leading elements a and b share. It
-// compares four at a time: a run is often hundreds of blocks long.
-func commonPrefix(a, b []uint64) int {
+// commonPrefixGo returns how many leading elements a and b share,
+// comparing four at a time: commonPrefix's portable form (prefix_*.go).
+func commonPrefixGo(a, b []uint64) int {
 	n := min(len(a), len(b))
 	a, b = a[:n], b[:n]
 	i := 0
