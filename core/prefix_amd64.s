@@ -15,6 +15,9 @@ eight:
 	LEAQ 8(AX), DX
 	CMPQ DX, CX
 	JA   tail
+
+compare:
+	// Elements AX to DX (= AX+8).
 	VMOVDQU  (SI)(AX*8), Y0
 	VMOVDQU  32(SI)(AX*8), Y1
 	VPCMPEQQ (DI)(AX*8), Y0, Y0
@@ -48,19 +51,13 @@ lane:
 tail:
 	// Fewer than eight left, all before them equal: compare the last
 	// eight (n >= 8), which overlap elements known equal, so the first
-	// unequal lane among them is the first unequal element.
+	// unequal lane among them is the first unequal element. All equal,
+	// AX becomes n and the next step ends the loop.
 	CMPQ AX, CX
 	JEQ  done
 	LEAQ -8(CX), AX
-	VMOVDQU  (SI)(AX*8), Y0
-	VMOVDQU  32(SI)(AX*8), Y1
-	VPCMPEQQ (DI)(AX*8), Y0, Y0
-	VPCMPEQQ 32(DI)(AX*8), Y1, Y1
-	VPAND    Y0, Y1, Y2
-	VPMOVMSKB Y2, BX
-	CMPL BX, $0xffffffff
-	JNE  differ8
-	MOVQ CX, AX
+	MOVQ CX, DX
+	JMP  compare
 
 done:
 	VZEROUPPER
