@@ -18,9 +18,26 @@ type Load struct {
 //	credit = overlap_score_credit * overlap blocks
 //	cost   = prefill_load_scale * max(0, raw - credit) + decode blocks
 //
-// Lower is better. It also returns the prefill term before scaling.
+// Lower is better. It also returns the prefill term before scaling. Both
+// are finite and >= 0 for any input: with Params.Validate's bounds the
+// terms cannot overflow, and a cost that still would (params never
+// validated) is capped at math.MaxFloat64, so no NaN or Inf ever reaches
+// the choice or an answer.
 func Cost(p Params, blockSize int, l Load, promptTokens int, overlapBlocks uint32) (cost, prefillBlocks float64) {
-	raw := float64(l.PrefillTokens+uint64(promptTokens)) / float64(blockSize)
-	prefillBlocks = math.Max(0, raw-p.OverlapScoreCredit*float64(overlapBlocks))
-	return p.PrefillLoadScale*prefillBlocks + float64(l.DecodeBlocks), prefillBlocks
+	// Summed as floats: a u64 sum could wrap.
+	raw := (float64(l.PrefillTokens) + float64(max(promptTokens, 0))) / float64(max(blockSize, 1))
+	prefillBlocks = finite(math.Max(0, raw-p.OverlapScoreCredit*float64(overlapBlocks)))
+	return finite(p.PrefillLoadScale*prefillBlocks + float64(l.DecodeBlocks)), prefillBlocks
+}
+
+// finite caps v into [0, math.MaxFloat64]; NaN (a product of 0 and Inf,
+// only from params never validated) counts as the worst cost.
+func finite(v float64) float64 {
+	switch {
+	case v >= 0 && v <= math.MaxFloat64:
+		return v
+	case v < 0:
+		return 0
+	}
+	return math.MaxFloat64
 }

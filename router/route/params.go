@@ -1,9 +1,6 @@
 package route
 
-import (
-	"fmt"
-	"math"
-)
+import "fmt"
 
 // Params are Dynamo's cost knobs (reference kv-events.md §3).
 type Params struct {
@@ -52,19 +49,31 @@ func (p Params) With(o *Override) (Params, error) {
 	return p, p.Validate()
 }
 
-// Validate reports a knob out of range: the credit outside 0..1, a
-// negative scale or temperature, or a non-finite value.
+// The knobs' upper bounds. A scale or temperature this large already
+// makes prefill load (or chance) decide alone; larger ones only risk
+// overflowing the cost (1.7e308 times a few blocks is +Inf).
+const (
+	MaxPrefillLoadScale = 1e6
+	MaxTemperature      = 1e6
+)
+
+// Validate reports a knob out of range or not finite: the credit outside
+// 0..1, the scale outside 0..MaxPrefillLoadScale, the temperature outside
+// 0..MaxTemperature.
 func (p Params) Validate() error {
 	for _, f := range []struct {
 		name string
 		v    float64
-	}{{"overlap_score_credit", p.OverlapScoreCredit}, {"prefill_load_scale", p.PrefillLoadScale}, {"router_temperature", p.Temperature}} {
-		if math.IsNaN(f.v) || math.IsInf(f.v, 0) || f.v < 0 {
-			return fmt.Errorf("%w: %s is %v, want a finite value >= 0", ErrInvalidParams, f.name, f.v)
+		max  float64
+	}{
+		{"overlap_score_credit", p.OverlapScoreCredit, 1},
+		{"prefill_load_scale", p.PrefillLoadScale, MaxPrefillLoadScale},
+		{"router_temperature", p.Temperature, MaxTemperature},
+	} {
+		// Written so that NaN fails too.
+		if !(f.v >= 0 && f.v <= f.max) {
+			return fmt.Errorf("%w: %s is %v, want 0..%v", ErrInvalidParams, f.name, f.v, f.max)
 		}
-	}
-	if p.OverlapScoreCredit > 1 {
-		return fmt.Errorf("%w: overlap_score_credit is %v, want 0..1", ErrInvalidParams, p.OverlapScoreCredit)
 	}
 	return nil
 }
