@@ -52,6 +52,16 @@
 // index verified under different candidates are reported once
 // (HashAgreements, EngineHashInfo.Disagrees).
 //
+// # Bounds
+//
+// What publishers can make the router keep is bounded (caps.go): an
+// event names one of its worker's ranks (0..dp_size-1; an engine stream
+// may add dp_size more, for engines that number their ranks fleet-wide),
+// a rank holds at most Options.MaxRankBlocks blocks (stores beyond are
+// refused whole, SkipRankFull), and a worker's model, tenant and topic
+// are bounded labels (CheckLabel). Refused events are counted by kind
+// (Refused) and logged at most every ten seconds per kind.
+//
 // # Salt
 //
 // The cache salt (SGLang's cache_salt key, or vLLM's salt: the string in

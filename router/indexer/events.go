@@ -9,12 +9,18 @@ import (
 
 // ApplyEvent applies one Dynamo-JSON event (core.DecodeEvent) of a
 // registered worker, for publishers that compute the local hashes
-// themselves (POST /v1/events?worker_id=N). The rank is ev.DPRank. It goes
+// themselves (POST /v1/events?worker_id=N). The rank is ev.DPRank, one
+// the worker has (below its dp_size, or created before). It goes
 // through the same counters and guardrails as engine events (there is no
 // stream to replay, so a quarantine asks for none); the error is core's
-// (a stability violation) or ErrUnknownWorker.
+// (a stability violation), ErrUnknownWorker, ErrRankOutOfRange or
+// ErrRankFull (nothing applied). CheckEvents tells the last two before.
 func (x *Indexer) ApplyEvent(workerID uint64, ev core.Event) error {
-	w, r := x.rankFor(workerID, ev.DPRank)
+	w, r, err := x.eventRank(workerID, ev.DPRank, false)
+	if err != nil {
+		x.refuse(RefusedRankRange, 1, "an HTTP event named a dp_rank its worker does not have", "worker_id", workerID, "error", err)
+		return err
+	}
 	if r == nil {
 		return fmt.Errorf("%w: %d (register it first)", ErrUnknownWorker, workerID)
 	}
@@ -26,9 +32,15 @@ func (x *Indexer) ApplyEvent(workerID uint64, ev core.Event) error {
 	}
 	r.lastEventAt = now
 	a := applier{x: x, w: w, r: r, eventID: ev.ID}
-	var err error
 	switch ev.Kind {
 	case core.EventStored:
+		if !a.roomLocked(len(ev.Blocks)) {
+			r.skipped[SkipRankFull] += uint64(len(ev.Blocks))
+			r.events[KindStored][OutcomeSkipped]++
+			a.refuseFull(len(ev.Blocks))
+			return fmt.Errorf("%w: worker %d dp_rank %d holds %d blocks; storing %d more would pass max_rank_blocks %d",
+				ErrRankFull, workerID, ev.DPRank, r.held, len(ev.Blocks), x.opts.MaxRankBlocks)
+		}
 		err = w.index.ApplyStored(r.w, ev.ID, ev.ParentHash, ev.Blocks)
 		if !errors.Is(err, core.ErrEventRejected) {
 			r.storesSince++
@@ -44,4 +56,47 @@ func (x *Indexer) ApplyEvent(workerID uint64, ev core.Event) error {
 	}
 	x.settleLocked(r, now)
 	return err
+}
+
+// CheckEvents reports, before any of them is applied, whether ApplyEvent
+// would refuse some of a worker's events for the bounds: a dp_rank the
+// worker does not have (ErrRankOutOfRange), or stores that would take a
+// rank beyond MaxRankBlocks (ErrRankFull; removals in the same events are
+// not credited). The refused events are counted (Refused). A publisher
+// racing the same ranks may still see ApplyEvent refuse one.
+func (x *Indexer) CheckEvents(workerID uint64, evs []core.Event) error {
+	x.mu.RLock()
+	w, ok := x.workers[workerID]
+	if !ok {
+		x.mu.RUnlock()
+		return fmt.Errorf("%w: %d (register it first)", ErrUnknownWorker, workerID)
+	}
+	stores := map[uint32]uint64{}
+	var rangeErr error
+	for _, ev := range evs {
+		if _, have := w.ranks[ev.DPRank]; !have && !w.mayCreateRankLocked(ev.DPRank, false) {
+			rangeErr = rankRangeError(workerID, w, ev.DPRank)
+			break
+		}
+		if ev.Kind == core.EventStored {
+			stores[ev.DPRank] += uint64(len(ev.Blocks))
+		}
+	}
+	x.mu.RUnlock()
+	if rangeErr != nil {
+		x.refuse(RefusedRankRange, len(evs), "an HTTP request named a dp_rank its worker does not have", "worker_id", workerID, "error", rangeErr)
+		return rangeErr
+	}
+	limit := uint64(x.opts.MaxRankBlocks)
+	for dpRank, n := range stores {
+		held := w.index.WorkerBlocks(core.Worker{ID: workerID, DPRank: dpRank})
+		if held+n > limit {
+			err := fmt.Errorf("%w: worker %d dp_rank %d holds %d blocks; these events store %d more, beyond max_rank_blocks %d",
+				ErrRankFull, workerID, dpRank, held, n, limit)
+			x.refuse(RefusedRankFull, len(evs), "an HTTP request would take a worker rank beyond its block bound (max_rank_blocks)",
+				"worker_id", workerID, "error", err)
+			return err
+		}
+	}
+	return nil
 }

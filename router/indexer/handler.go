@@ -19,11 +19,15 @@ func (x *Indexer) HandleBatch(src ingest.Source, b *ingest.Batch) {
 	dpRank := src.DPRank
 	if b.DPRank != nil {
 		dpRank = *b.DPRank
-		x.noteStreamRank(src, dpRank)
 	}
-	w, r := x.sourceRank(src, dpRank)
+	w, r := x.sourceRank(src, dpRank, len(b.Events))
 	if r == nil {
 		return
+	}
+	if b.DPRank != nil {
+		// Only a rank that was accepted: the stream's gaps and restarts go
+		// to it.
+		x.noteStreamRank(src, dpRank)
 	}
 	replay, verdictChanged := x.applyBatch(src, w, r, b)
 	if replay != nil {
@@ -74,7 +78,7 @@ func (x *Indexer) applyBatch(src ingest.Source, w *worker, r *rank, b *ingest.Ba
 // The rank is the one the stream's last batch named (engines that number
 // their ranks globally), else the Source's.
 func (x *Indexer) HandleStream(src ingest.Source, ev ingest.StreamEvent) {
-	w, r := x.sourceRank(src, x.streamRank(src))
+	w, r := x.sourceRank(src, x.streamRank(src), 0)
 	if r == nil {
 		return
 	}

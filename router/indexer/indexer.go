@@ -45,6 +45,9 @@ type Indexer struct {
 	checks      map[string]*hashCheck
 	agreeMu     sync.Mutex
 	agreeLogged map[ModelKey]string
+
+	// refused counts the events refused by the bounds (caps.go).
+	refused refusals
 }
 
 type streamKey struct {
@@ -137,6 +140,9 @@ func (x *Indexer) addWorker(spec WorkerSpec, update bool) (bool, error) {
 	}
 	if spec.DPSize == 0 {
 		spec.DPSize = 1
+	}
+	if err := spec.checkLabels(); err != nil {
+		return false, fmt.Errorf("%w: worker %d: %w", ErrInvalidWorker, spec.WorkerID, err)
 	}
 	key := ModelKey{Model: spec.Model, Tenant: spec.Tenant}
 	setting, err := ParseEngineHash(spec.EngineHash)
@@ -368,21 +374,31 @@ func (x *Indexer) rankFor(id uint64, dpRank uint32) (*worker, *rank) {
 }
 
 // sourceRank resolves a stream's worker rank, registering the worker from
-// the Source when it is unknown (a bound endpoint's topic named it).
-func (x *Indexer) sourceRank(src ingest.Source, dpRank uint32) (*worker, *rank) {
-	w, r := x.rankFor(src.WorkerID, dpRank)
-	if w != nil {
-		return w, r
+// the Source when it is unknown (a bound endpoint's topic named it). A
+// rank or a worker refused (see Bounds in caps.go) gives nil: its events
+// (n of them) are counted and logged.
+func (x *Indexer) sourceRank(src ingest.Source, dpRank uint32, n int) (*worker, *rank) {
+	w, r, err := x.eventRank(src.WorkerID, dpRank, true)
+	if w == nil && err == nil {
+		spec := WorkerSpec{WorkerID: src.WorkerID, Model: src.Model, Endpoint: src.Endpoint, Topic: src.Topic, DPSize: 1}
+		// Registered meanwhile (the server's AddWorker racing this stream):
+		// keep that full spec, do not overwrite it with this partial one.
+		if _, err := x.addWorker(spec, false); err != nil {
+			x.refuse(RefusedLabel, n, "a worker could not be registered from its event stream",
+				"worker_id", src.WorkerID, "endpoint", src.Endpoint, "topic", clip(src.Topic), "error", err)
+			return nil, nil
+		}
+		x.opts.Logger.Info("kvrouter: worker registered from its event stream",
+			"worker_id", src.WorkerID, "model", src.Model, "endpoint", src.Endpoint, "topic", src.Topic)
+		w, r, err = x.eventRank(src.WorkerID, dpRank, true)
 	}
-	spec := WorkerSpec{WorkerID: src.WorkerID, Model: src.Model, Endpoint: src.Endpoint, Topic: src.Topic, DPSize: 1}
-	// Registered meanwhile (the server's AddWorker racing this stream):
-	// keep that full spec, do not overwrite it with this partial one.
-	if _, err := x.addWorker(spec, false); err != nil {
+	if err != nil {
+		x.refuse(RefusedRankRange, n, "an engine stream named a dp_rank its worker does not have",
+			"worker_id", src.WorkerID, "dp_rank", dpRank, "stream_dp_rank", src.DPRank, "endpoint", src.Endpoint,
+			"error", err, "fix", "register the worker with the dp_size its engine runs (POST /v1/workers dp_size, or Dynamo /register per dp_rank)")
 		return nil, nil
 	}
-	x.opts.Logger.Info("kvrouter: worker registered from its event stream",
-		"worker_id", src.WorkerID, "model", src.Model, "endpoint", src.Endpoint, "topic", src.Topic)
-	return x.rankFor(src.WorkerID, dpRank)
+	return w, r
 }
 
 // now is the indexer's clock.

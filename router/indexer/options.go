@@ -14,6 +14,10 @@ import (
 const (
 	DefaultDegradedSettle   = 30 * time.Second
 	DefaultQuarantineSettle = 60 * time.Second
+	// DefaultMaxRankBlocks is above any one GPU's KV cache in blocks: an
+	// H200 (141 GB) serving a 0.5B model with an fp8 cache (about 6 KB a
+	// token) holds about 1.3 million 16-token blocks.
+	DefaultMaxRankBlocks = 1 << 22
 )
 
 // Options configure an Indexer. Only BlockSize is required.
@@ -47,6 +51,12 @@ type Options struct {
 	// VerifyChained also verifies chained blocks from their parent's full
 	// digest, kept per held block (about 48 bytes each): opt-in.
 	VerifyChained bool
+	// MaxRankBlocks bounds what one worker rank's events may make the
+	// router keep: the blocks it holds in the index, and the hashes of its
+	// blocks not indexed. A store that would take the rank beyond it is
+	// refused whole (SkipRankFull). Zero: DefaultMaxRankBlocks. Raise it
+	// for offload tiers indexed with IndexMedia (host memory holds more).
+	MaxRankBlocks int
 	// Replay is asked for a replay when a rank is quarantined; nil: none.
 	// The serve layer wires it to the ingest subscriber.
 	Replay ReplayRequester
@@ -75,6 +85,13 @@ var (
 	ErrUnknownWorker = errors.New("unknown worker")
 	ErrUnknownModel  = errors.New("unknown model")
 	ErrInvalidWorker = errors.New("invalid worker")
+	// ErrRankOutOfRange: an event names a dp_rank the worker does not
+	// have (see Indexer.ApplyEvent and the package doc's Bounds).
+	ErrRankOutOfRange = errors.New("dp_rank out of range")
+	// ErrRankFull: a store would take a rank beyond Options.MaxRankBlocks.
+	ErrRankFull = errors.New("worker rank holds too many blocks")
+	// ErrInvalidLabel: a model, tenant or topic too long or not UTF-8.
+	ErrInvalidLabel = errors.New("invalid label")
 )
 
 func (o Options) withDefaults() (Options, error) {
@@ -92,6 +109,9 @@ func (o Options) withDefaults() (Options, error) {
 	}
 	if o.VerifyEvery <= 0 {
 		o.VerifyEvery = DefaultVerifyEvery
+	}
+	if o.MaxRankBlocks <= 0 {
+		o.MaxRankBlocks = DefaultMaxRankBlocks
 	}
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)

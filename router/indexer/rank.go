@@ -46,6 +46,11 @@ type rank struct {
 	// block_not_found).
 	salts         map[uint64]string
 	skippedHashes map[uint64]struct{}
+	// held is an upper bound of the blocks the rank holds in the index
+	// (exact when taken from core; stores add to it, removals do not take
+	// from it); heldValid says it is set. See applier.roomLocked.
+	held      uint64
+	heldValid bool
 	// warned: the skip reasons already warned about (one bit each).
 	warned uint32
 
@@ -91,6 +96,7 @@ func (r *rank) forgetLocked() {
 	clear(r.salts)
 	clear(r.skippedHashes)
 	clear(r.vs.digests)
+	r.heldValid = false
 }
 
 func (r *rank) info() RankInfo {

@@ -32,6 +32,11 @@ func (a *applier) stored(ev *ingest.Event) {
 	if keep < n {
 		a.skip(ev.BlockHashes[keep:], reason, ev)
 	}
+	if keep > 0 && !a.roomLocked(keep) {
+		a.skip(ev.BlockHashes[:keep], SkipRankFull, ev)
+		a.refuseFull(keep)
+		keep = 0
+	}
 	if keep == 0 {
 		r.events[KindStored][OutcomeSkipped]++
 		return
@@ -166,11 +171,16 @@ func (a *applier) skip(hashes []uint64, reason SkipReason, ev *ingest.Event) {
 	// Blocks of tiers and localities not indexed are never removed from
 	// the index either (their removals are ignored the same way), so only
 	// the other reasons need their hashes remembered.
+	// They are remembered up to the rank's bound (MaxRankBlocks): beyond
+	// it a child store is core's parent_not_found instead of a skip.
 	if reason != SkipMedium && reason != SkipRemote {
 		if r.skippedHashes == nil {
 			r.skippedHashes = map[uint64]struct{}{}
 		}
 		for _, h := range hashes {
+			if len(r.skippedHashes) >= a.x.opts.MaxRankBlocks {
+				break
+			}
 			r.skippedHashes[h] = struct{}{}
 		}
 	}
@@ -192,6 +202,8 @@ func (a *applier) skip(hashes []uint64, reason SkipReason, ev *ingest.Event) {
 		attrs = append(attrs, "token_ids", len(ev.TokenIDs), "blocks", len(ev.BlockHashes), "block_size", ev.BlockSize)
 	case SkipMultimodal:
 		attrs = append(attrs, "note", "multimodal blocks' content is not their token ids; they are not matched")
+	case SkipRankFull:
+		attrs = append(attrs, "max_rank_blocks", a.x.opts.MaxRankBlocks, "fix", "see the refused-events warning")
 	}
 	a.x.opts.Logger.Warn(msg+" (logged once per worker rank and reason; counted in skipped blocks)", attrs...)
 }

@@ -82,6 +82,9 @@ const (
 	// SkipParentSkipped: the store's parent was itself not indexed, so the
 	// chain cannot be placed.
 	SkipParentSkipped
+	// SkipRankFull: the store would take the rank beyond
+	// Options.MaxRankBlocks; it was refused whole.
+	SkipRankFull
 
 	NumSkipReasons
 )
@@ -96,6 +99,7 @@ var skipNames = [NumSkipReasons]string{
 	SkipMultimodal:    "multimodal",
 	SkipPromptEmbeds:  "prompt_embeds",
 	SkipParentSkipped: "parent_skipped",
+	SkipRankFull:      "rank_full",
 }
 
 func (r SkipReason) String() string {
