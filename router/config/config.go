@@ -26,6 +26,13 @@ type Config struct {
 	// BindModel is the model of workers first seen on the bound endpoint
 	// whose topic names none.
 	BindModel string `yaml:"bind_model"`
+	// BindMaxWorkers bounds the workers registered from the bound
+	// endpoint's topics (those first seen there, not registered before);
+	// 0: none, only topics of registered workers are accepted.
+	BindMaxWorkers int `yaml:"bind_max_workers"`
+	// BindTopics, when set, lists the topics that may register a worker
+	// on the bound endpoint: exact, or a prefix ending in "*" ("kv@*").
+	BindTopics []string `yaml:"bind_topics,omitempty"`
 
 	Log      Log      `yaml:"log"`
 	Snapshot Snapshot `yaml:"snapshot"`
@@ -73,6 +80,10 @@ type Index struct {
 	// VerifyChainedHashes also verifies chained blocks from their
 	// parent's full digest, kept per held block (about 48 bytes each).
 	VerifyChainedHashes bool `yaml:"verify_chained_hashes"`
+	// MaxRankBlocks bounds the blocks one worker rank may hold; stores
+	// beyond it are refused and counted. 0: the indexer's default (4Mi,
+	// above any one GPU's cache; raise it for indexed offload tiers).
+	MaxRankBlocks int `yaml:"max_rank_blocks"`
 }
 
 // Routing is Dynamo's cost function's knobs (each overridable per request).
@@ -114,6 +125,9 @@ const (
 	DefaultSnapshotInterval = 5 * time.Minute
 	DefaultShutdownTimeout  = 10 * time.Second
 	DefaultRequestTTL       = 120 * time.Second // Dynamo's
+	// DefaultBindMaxWorkers: workers a bound endpoint may register from
+	// topics; well above one router's fleet, far below a flood of topics.
+	DefaultBindMaxWorkers = 256
 )
 
 // Default returns the configuration before the file and the flags. The
@@ -121,6 +135,7 @@ const (
 func Default() Config {
 	return Config{
 		Listen:          DefaultListen,
+		BindMaxWorkers:  DefaultBindMaxWorkers,
 		Log:             Log{Format: "text", Level: "info"},
 		Snapshot:        Snapshot{Interval: DefaultSnapshotInterval},
 		Routing:         Routing{OverlapScoreCredit: 1, PrefillLoadScale: 1, RequestTTL: DefaultRequestTTL},
@@ -162,6 +177,12 @@ func (c *Config) Validate() error {
 	}
 	if c.Index.DegradedSettle < 0 || c.Index.QuarantineSettle < 0 {
 		bad("index: settle durations must not be negative")
+	}
+	if c.Index.MaxRankBlocks < 0 {
+		bad("index.max_rank_blocks: %d is negative (0: the default)", c.Index.MaxRankBlocks)
+	}
+	if c.BindMaxWorkers < 0 {
+		bad("bind_max_workers: %d is negative (0: only registered workers' topics)", c.BindMaxWorkers)
 	}
 	if r := c.Routing.OverlapScoreCredit; !(r >= 0 && r <= 1) {
 		bad("routing.overlap_score_credit: %v; want 0..1", r)
