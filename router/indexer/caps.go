@@ -162,3 +162,12 @@ func (a *applier) refuseFull(n int) {
 		"fix", "if the engine really holds this many blocks (an offload tier indexed with index_media), raise --max-rank-blocks; "+
 			"else its removals are lost: check the engine's event stream")
 }
+
+// AddWorkerIfAbsent registers a worker unless its id is known (then it
+// leaves it as it is, and reports false): what a stream does for a worker
+// it finds first (a bound endpoint's topic), for callers that bound how
+// many such workers there are and so must register them when they accept
+// their topic, not when their first event arrives.
+func (x *Indexer) AddWorkerIfAbsent(spec WorkerSpec) (bool, error) {
+	return x.addWorker(spec, false)
+}

@@ -69,6 +69,11 @@ func (s *Server) postEvents(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	// Refused whole, before any applies: a dp_rank the worker does not
+	// have, or stores beyond a rank's block bound.
+	if err := s.ix.CheckEvents(id, evs); err != nil {
+		return eventsError(err)
+	}
 	// Applied one by one: a violation is counted and reported, and the
 	// events after it still apply, as they would from an engine stream.
 	errs := []eventError{}

@@ -72,6 +72,9 @@ func (s *Server) postRoute(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	if err := s.checkLabels(label{"model", req.Model}, label{"tenant", req.Tenant}); err != nil {
+		return err
+	}
 	if c := cap(req.TokenIDs); c > cap(*tp) && c <= maxPooledTokens {
 		*tp = req.TokenIDs[:0] // grown: keep the larger buffer
 	}

@@ -136,6 +136,9 @@ func (s *Server) dynRegister(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	id, model, grp := *req.InstanceID, *req.ModelName, group(req.RoutingGroup)
+	if err := s.checkLabels(label{"model", model}, label{"tenant", grp}); err != nil {
+		return err
+	}
 	var replay string
 	if req.ReplayEndpoint != nil {
 		replay = *req.ReplayEndpoint
@@ -245,6 +248,9 @@ func (s *Server) dynUnregister(w http.ResponseWriter, r *http.Request) error {
 	case req.ModelName == nil:
 		return missing("model_name")
 	}
+	if err := s.checkLabels(label{"model", *req.ModelName}, label{"tenant", group(req.RoutingGroup)}); err != nil {
+		return err
+	}
 	id := *req.InstanceID
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -295,8 +301,12 @@ func (s *Server) dropRankLocked(w http.ResponseWriter, info indexer.WorkerInfo, 
 	if _, err := s.registerLocked(spec, streams); err != nil {
 		return err
 	}
-	if err := s.ix.ApplyEvent(id, core.Event{Kind: core.EventCleared, DPRank: rank}); err != nil {
-		return dynErr(http.StatusInternalServerError, "clearing instance %d dp_rank %d: %v", id, rank, err)
+	// A rank at or above the new dp_size went with its blocks as the
+	// worker shrank; a lower one is cleared.
+	if int(rank) < spec.DPSize {
+		if err := s.ix.ApplyEvent(id, core.Event{Kind: core.EventCleared, DPRank: rank}); err != nil {
+			return dynErr(http.StatusInternalServerError, "clearing instance %d dp_rank %d: %v", id, rank, err)
+		}
 	}
 	writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
 	return nil
@@ -397,6 +407,9 @@ func (s *Server) dynQuery(w http.ResponseWriter, r *http.Request) error {
 	case req.ModelName == nil:
 		return missing("model_name")
 	}
+	if err := s.checkLabels(label{"model", *req.ModelName}, label{"tenant", group(req.RoutingGroup)}); err != nil {
+		return err
+	}
 	if err := checkTokens(len(*req.TokenIDs), s.cfg.Limits.MaxTokens); err != nil {
 		return err
 	}
@@ -426,6 +439,9 @@ func (s *Server) dynQueryByHash(w http.ResponseWriter, r *http.Request) error {
 		return missing("model_name")
 	case req.CacheSalt != nil:
 		return dynErr(http.StatusBadRequest, "cache_salt is not accepted by /query_by_hash; block_hashes must already include the intended cache salt")
+	}
+	if err := s.checkLabels(label{"model", *req.ModelName}, label{"tenant", group(req.RoutingGroup)}); err != nil {
+		return err
 	}
 	if err := checkTokens(len(*req.BlockHashes)*s.cfg.BlockSize, s.cfg.Limits.MaxTokens); err != nil {
 		return err

@@ -13,6 +13,9 @@ import (
 // replay endpoint likewise). A known worker is updated: its old
 // subscription stops first. It reports whether the worker is new.
 func (s *Server) addWorker(spec indexer.WorkerSpec) (bool, error) {
+	if err := s.checkLabels(label{"model", spec.Model}, label{"tenant", spec.Tenant}, label{"topic", spec.Topic}); err != nil {
+		return false, err
+	}
 	if err := validateSpec(spec); err != nil {
 		return false, err
 	}

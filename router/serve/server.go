@@ -45,6 +45,7 @@ type Server struct {
 	ing    Ingest // nil without ZeroMQ
 	reg    *prometheus.Registry
 	m      *metrics
+	caps   *caps // the bounds' metrics (caps.go)
 	routes http.Handler
 	px     *proxy.Proxy // the OpenAI proxy and dashboard in front of routes
 
@@ -91,6 +92,7 @@ func New(opts Options) (*Server, error) {
 		QuarantineSettle: cfg.Index.QuarantineSettle,
 		EngineHashSeeds:  cfg.Index.EngineHashSeeds,
 		VerifyChained:    cfg.Index.VerifyChainedHashes,
+		MaxRankBlocks:    cfg.Index.MaxRankBlocks,
 		// Bound late: the ingest layer is built over the indexer.
 		Replay: indexer.ReplayFunc(s.requestReplay),
 		Logger: log,
@@ -119,6 +121,7 @@ func New(opts Options) (*Server, error) {
 		}
 	}
 	s.reg, s.m = newMetrics(s)
+	s.caps = newCaps(s.reg, ix)
 	if p := s.EventPlane(); p != nil {
 		s.reg.MustRegister(p.Collector("kvrouter")) // kvrouter_eventplane_*
 	}
