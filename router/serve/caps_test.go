@@ -9,6 +9,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/kvhash/kvhash/core"
+	"github.com/kvhash/kvhash/router/config"
+	"github.com/kvhash/kvhash/router/route"
 )
 
 // Issue 24 items 4 and 7 over HTTP: labels, dp_rank, a rank's block
@@ -179,4 +181,22 @@ func requestID(t *testing.T, body []byte) string {
 	}
 	require.NoError(t, jsonUnmarshalNumber(body, &d))
 	return d.RequestID
+}
+
+// A config whose knobs are outside the bounds does not start.
+func TestConfigKnobsOutsideTheBoundsDoNotStart(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		mutate func(c *config.Config)
+	}{
+		{"prefill_load_scale 1.7e308", func(c *config.Config) { c.Routing.PrefillLoadScale = 1.7e308 }},
+		{"temperature 1e7", func(c *config.Config) { c.Routing.Temperature = 1e7 }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := testConfig()
+			tc.mutate(&cfg)
+			_, err := New(Options{Config: cfg})
+			require.ErrorIs(t, err, route.ErrInvalidParams)
+		})
+	}
 }
