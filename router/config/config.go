@@ -34,6 +34,8 @@ type Config struct {
 	Limits   Limits   `yaml:"limits"`
 	// NATS: router replicas sharing one event plane (nats.go).
 	NATS NATS `yaml:"nats"`
+	// Security: tokens, TLS, allowed engine networks (security.go).
+	Security Security `yaml:"security"`
 
 	// ShutdownTimeout bounds the graceful drain of HTTP requests.
 	ShutdownTimeout time.Duration `yaml:"shutdown_timeout"`
@@ -88,6 +90,11 @@ type Routing struct {
 type Limits struct {
 	MaxBodyBytes int64 `yaml:"max_body_bytes"`
 	MaxTokens    int   `yaml:"max_tokens"`
+	// Slow clients: headers and body must arrive within these; an idle
+	// keep-alive connection closes after IdleTimeout.
+	ReadHeaderTimeout time.Duration `yaml:"read_header_timeout"`
+	ReadBodyTimeout   time.Duration `yaml:"read_body_timeout"`
+	IdleTimeout       time.Duration `yaml:"idle_timeout"`
 }
 
 // Worker is a worker registered from the file (the fields of POST
@@ -116,6 +123,13 @@ const (
 	DefaultRequestTTL       = 120 * time.Second // Dynamo's
 )
 
+// Defaults of the slow-client timeouts (limits).
+const (
+	DefaultReadHeaderTimeout = 10 * time.Second
+	DefaultReadBodyTimeout   = 30 * time.Second
+	DefaultIdleTimeout       = 120 * time.Second
+)
+
 // Default returns the configuration before the file and the flags. The
 // block size has no default: it must match the engines, so it is asked.
 func Default() Config {
@@ -124,7 +138,8 @@ func Default() Config {
 		Log:             Log{Format: "text", Level: "info"},
 		Snapshot:        Snapshot{Interval: DefaultSnapshotInterval},
 		Routing:         Routing{OverlapScoreCredit: 1, PrefillLoadScale: 1, RequestTTL: DefaultRequestTTL},
-		Limits:          Limits{MaxBodyBytes: DefaultMaxBodyBytes, MaxTokens: DefaultMaxTokens},
+		Limits:          defaultLimits(),
+		Security:        Security{MetricsAuth: AccessOpen, DashboardAuth: AccessOpen},
 		ShutdownTimeout: DefaultShutdownTimeout,
 	}
 }
@@ -185,6 +200,7 @@ func (c *Config) Validate() error {
 		bad("shutdown_timeout: %v; want > 0", c.ShutdownTimeout)
 	}
 	errs = append(errs, c.validateNATS()...)
+	errs = append(errs, c.validateSecurity()...)
 	seen := map[uint64]bool{}
 	for i, w := range c.Workers {
 		if err := w.Validate(); err != nil {
