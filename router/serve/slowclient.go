@@ -9,10 +9,12 @@ import (
 
 // limitBodyTime gives a request's body timeout to arrive in full: a
 // client that trickles its body is cut off (its read fails, the
-// connection closes). The deadline is lifted once the body is read, so
-// a long streamed answer is never cut by it; and it is set only for a
-// request with a body (net/http's watch for a closed client starts at
-// once for a request without one, and must not time out mid-answer).
+// connection closes). The deadline ends with the body, so a long
+// streamed answer is never cut by it: deadlineBody lifts it at the
+// body's end (net/http also clears it there, when it starts watching
+// for the client's close; this does not rely on that). It is set only
+// for a request with a body: for one without, that watch is already
+// running, and a deadline would end it, cancelling the request.
 func limitBodyTime(w http.ResponseWriter, r *http.Request, timeout time.Duration) {
 	if timeout <= 0 || r.Body == nil || r.Body == http.NoBody {
 		return
