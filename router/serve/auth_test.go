@@ -3,6 +3,7 @@ package serve
 import (
 	"encoding/json"
 	"io"
+	"log/slog"
 	"net/http"
 	"strings"
 	"testing"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/kvhash/kvhash/core"
 	"github.com/kvhash/kvhash/router/config"
+	"github.com/kvhash/kvhash/router/internal/logtest"
 )
 
 const (
@@ -181,5 +183,30 @@ func TestAuthRefusalsCounted(t *testing.T) {
 	_, body, _ := s.doAuth("GET", "/metrics", "", "")
 	for _, reason := range []string{"missing", "invalid", "insufficient"} {
 		assert.Contains(t, string(body), `kvrouter_http_unauthorized_total{reason="`+reason+`"} 1`)
+	}
+}
+
+// --insecure-no-auth on a non-loopback address says so in one WARN
+// line; with a token, or on loopback, nothing is said.
+func TestInsecureNoAuthWarnsOnce(t *testing.T) {
+	tests := []struct {
+		name, listen, token string
+		insecure            bool
+		warns               int
+	}{
+		{"explicitly insecure", "0.0.0.0:8090", "", true, 1},
+		{"with a token", "0.0.0.0:8090", testAdminToken, false, 0},
+		{"loopback", "127.0.0.1:8090", "", false, 0},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			var buf logtest.Buffer
+			c := testConfig()
+			c.Listen, c.Security.AdminToken, c.Security.InsecureNoAuth = tc.listen, tc.token, tc.insecure
+			_, err := New(Options{Config: c, Logger: slog.New(slog.NewTextHandler(&buf, &slog.HandlerOptions{Level: slog.LevelWarn}))})
+			require.NoError(t, err)
+			assert.Equal(t, tc.warns, strings.Count(buf.String(), "insecure-no-auth"), "%s", buf.String())
+			assert.Equal(t, tc.warns, strings.Count(buf.String(), "level=WARN"), "%s", buf.String())
+		})
 	}
 }
