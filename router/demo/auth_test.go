@@ -3,6 +3,7 @@ package demo_test
 import (
 	"bytes"
 	"context"
+	"log/slog"
 	"net/http"
 	"strings"
 	"testing"
@@ -55,4 +56,30 @@ func TestDemoRunsWithAuthOn(t *testing.T) {
 	require.Len(t, rs, 1)
 	require.NotEmpty(t, token)
 	assert.NotContains(t, out.String(), token)
+}
+
+// Behind the replicas' front the token reaches every replica: a
+// registration with it is accepted by all of them, one without it by
+// none.
+func TestReplicasFrontCarriesTheToken(t *testing.T) {
+	r, err := demo.StartReplicas(demo.RouterConfig("127.0.0.1:0", 16), 2, slog.New(slog.DiscardHandler))
+	require.NoError(t, err)
+	defer r.Stop()
+	register := func(auth string) int {
+		req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, r.URL+"/v1/workers", strings.NewReader(`{"worker_id":7,"model":"m"}`))
+		require.NoError(t, err)
+		if auth != "" {
+			req.Header.Set("Authorization", auth)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	assert.NotEqual(t, http.StatusCreated, register(""), "refused by the replicas")
+	_, registered := r.Server.Indexer().Worker(7)
+	assert.False(t, registered)
+	assert.Equal(t, http.StatusCreated, register("Bearer "+r.AdminToken))
+	_, registered = r.Server.Indexer().Worker(7)
+	assert.True(t, registered)
 }
