@@ -37,3 +37,4 @@ fuzz-router:
 	$(GO) test -run '^$$' -fuzz '^FuzzTokenList$$' -fuzztime 10s ./router/serve
 	$(GO) test -run '^$$' -fuzz '^FuzzDynamoHandlers$$' -fuzztime 10s ./router/serve
 	$(GO) test -run '^$$' -fuzz '^FuzzDecode$$' -fuzztime 10s ./router/config
+	$(GO) test -run '^$$' -fuzz '^FuzzParseBaseURL$$' -fuzztime 10s ./router/internal/netguard
