@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/kvhash/kvhash/router/internal/netguard"
 )
 
 // Config is the effective configuration of one kvrouter process. The
@@ -230,6 +232,11 @@ func (w *Worker) Validate() error {
 	}
 	if w.ReplayEndpoint != "" && w.Endpoint == "" {
 		errs = append(errs, errors.New("replay_endpoint without endpoint"))
+	}
+	if w.BaseURL != "" {
+		if _, _, err := netguard.ParseBaseURL(w.BaseURL); err != nil {
+			errs = append(errs, err)
+		}
 	}
 	return errors.Join(errs...)
 }

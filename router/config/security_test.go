@@ -65,6 +65,7 @@ func TestParseSecurityErrors(t *testing.T) {
 		{"cert without key", nil, []string{"--tls-cert-file", "c.pem"}, "go together"},
 		{"bad CIDR", nil, []string{"--allowed-engine-cidrs", "10.0.0.0/8,ten"}, "allowed_engine_cidrs"},
 		{"zero body timeout", nil, []string{"--read-body-timeout", "0s"}, "read_body_timeout"},
+		{"a worker's base_url", nil, []string{"--worker", "id=1,model=m,base_url=file:///etc/passwd"}, "base_url"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
