@@ -38,3 +38,4 @@ fuzz-router:
 	$(GO) test -run '^$$' -fuzz '^FuzzDynamoHandlers$$' -fuzztime 10s ./router/serve
 	$(GO) test -run '^$$' -fuzz '^FuzzDecode$$' -fuzztime 10s ./router/config
 	$(GO) test -run '^$$' -fuzz '^FuzzCost$$' -fuzztime 10s ./router/route
+	$(GO) test -run '^$$' -fuzz '^FuzzParseBaseURL$$' -fuzztime 10s ./router/internal/netguard

@@ -8,18 +8,17 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"log/slog"
 	"net"
-	"net/http"
 	"os"
 	"os/signal"
 	"strings"
 	"syscall"
-	"time"
 
 	"github.com/kvhash/kvhash/router/config"
 	"github.com/kvhash/kvhash/router/serve"
@@ -86,14 +85,29 @@ func serveUntilDone(ctx context.Context, cfg config.Config, log *slog.Logger) er
 	if err != nil {
 		return fmt.Errorf("listen %s: %w", cfg.Listen, err)
 	}
-	httpSrv := &http.Server{Handler: srv.Handler(), ReadHeaderTimeout: 10 * time.Second}
+	httpSrv := srv.HTTPServer()
+	if sec := cfg.Security; sec.TLSCertFile != "" {
+		cert, err := tls.LoadX509KeyPair(sec.TLSCertFile, sec.TLSKeyFile)
+		if err != nil {
+			_ = ln.Close()
+			return fmt.Errorf("tls: %w", err)
+		}
+		httpSrv.TLSConfig = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
+	}
 	errc := make(chan error, 1)
-	go func() { errc <- httpSrv.Serve(ln) }()
+	go func() {
+		if httpSrv.TLSConfig != nil {
+			errc <- httpSrv.ServeTLS(ln, "", "") // the certificate is in TLSConfig
+			return
+		}
+		errc <- httpSrv.Serve(ln)
+	}()
 	if err := srv.Start(); err != nil {
 		_ = httpSrv.Close()
 		return err
 	}
-	log.Info("kvrouter: serving", "listen", ln.Addr().String(), "block_size", cfg.BlockSize,
+	log.Info("kvrouter: serving", "listen", ln.Addr().String(), "tls", cfg.Security.TLSCertFile != "",
+		"admin_token", cfg.Security.AdminToken != "", "api_token", cfg.Security.APIToken != "", "block_size", cfg.BlockSize,
 		"workers", len(cfg.Workers), "snapshot", cfg.Snapshot.Path, "bind", cfg.Bind)
 
 	select {

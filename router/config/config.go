@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/kvhash/kvhash/router/internal/netguard"
 )
 
 // Config is the effective configuration of one kvrouter process. The
@@ -41,6 +43,8 @@ type Config struct {
 	Limits   Limits   `yaml:"limits"`
 	// NATS: router replicas sharing one event plane (nats.go).
 	NATS NATS `yaml:"nats"`
+	// Security: tokens, TLS, allowed engine networks (security.go).
+	Security Security `yaml:"security"`
 
 	// ShutdownTimeout bounds the graceful drain of HTTP requests.
 	ShutdownTimeout time.Duration `yaml:"shutdown_timeout"`
@@ -99,6 +103,11 @@ type Routing struct {
 type Limits struct {
 	MaxBodyBytes int64 `yaml:"max_body_bytes"`
 	MaxTokens    int   `yaml:"max_tokens"`
+	// Slow clients: headers and body must arrive within these; an idle
+	// keep-alive connection closes after IdleTimeout.
+	ReadHeaderTimeout time.Duration `yaml:"read_header_timeout"`
+	ReadBodyTimeout   time.Duration `yaml:"read_body_timeout"`
+	IdleTimeout       time.Duration `yaml:"idle_timeout"`
 }
 
 // Worker is a worker registered from the file (the fields of POST
@@ -130,6 +139,13 @@ const (
 	DefaultBindMaxWorkers = 256
 )
 
+// Defaults of the slow-client timeouts (limits).
+const (
+	DefaultReadHeaderTimeout = 10 * time.Second
+	DefaultReadBodyTimeout   = 30 * time.Second
+	DefaultIdleTimeout       = 120 * time.Second
+)
+
 // Default returns the configuration before the file and the flags. The
 // block size has no default: it must match the engines, so it is asked.
 func Default() Config {
@@ -139,7 +155,8 @@ func Default() Config {
 		Log:             Log{Format: "text", Level: "info"},
 		Snapshot:        Snapshot{Interval: DefaultSnapshotInterval},
 		Routing:         Routing{OverlapScoreCredit: 1, PrefillLoadScale: 1, RequestTTL: DefaultRequestTTL},
-		Limits:          Limits{MaxBodyBytes: DefaultMaxBodyBytes, MaxTokens: DefaultMaxTokens},
+		Limits:          defaultLimits(),
+		Security:        Security{MetricsAuth: AccessOpen, DashboardAuth: AccessOpen},
 		ShutdownTimeout: DefaultShutdownTimeout,
 	}
 }
@@ -206,6 +223,7 @@ func (c *Config) Validate() error {
 		bad("shutdown_timeout: %v; want > 0", c.ShutdownTimeout)
 	}
 	errs = append(errs, c.validateNATS()...)
+	errs = append(errs, c.validateSecurity()...)
 	seen := map[uint64]bool{}
 	for i, w := range c.Workers {
 		if err := w.Validate(); err != nil {
@@ -235,6 +253,11 @@ func (w *Worker) Validate() error {
 	}
 	if w.ReplayEndpoint != "" && w.Endpoint == "" {
 		errs = append(errs, errors.New("replay_endpoint without endpoint"))
+	}
+	if w.BaseURL != "" {
+		if _, _, err := netguard.ParseBaseURL(w.BaseURL); err != nil {
+			errs = append(errs, err)
+		}
 	}
 	return errors.Join(errs...)
 }

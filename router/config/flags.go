@@ -49,6 +49,9 @@ func Parse(name string, args []string, out io.Writer) (Parsed, error) {
 	}
 	// --worker adds to the file's workers rather than replacing them.
 	cfg.Workers = append(fileWorkers, cfg.Workers...)
+	if err := cfg.Security.LoadTokens(nil); err != nil {
+		return p, err
+	}
 	if err := cfg.Validate(); err != nil {
 		return p, err
 	}
@@ -96,6 +99,7 @@ func newFlagSet(name string, c *Config, p *Parsed, out io.Writer) *flag.FlagSet 
 	fs.DurationVar(&c.NATS.LeaseTTL, "nats-lease-ttl", c.NATS.LeaseTTL, "an engine's ingest lease expires after this without renewal (0: 5s)")
 	fs.DurationVar(&c.NATS.ReplicaTimeout, "nats-replica-timeout", c.NATS.ReplicaTimeout, "a replica silent this long has its requests expired (0: 5s)")
 	fs.IntVar(&c.NATS.StreamReplicas, "nats-stream-replicas", c.NATS.StreamReplicas, "JetStream replication of the stream and buckets in a NATS cluster (0: 1)")
+	bindSecurityFlags(fs, c)
 	fs.Var(workerFlag{&c.Workers}, "worker", "register a worker: id=1,model=M,endpoint=tcp://h:5557[,replay_endpoint=...][,dp_size=N][,topic=T][,tenant=T][,base_url=U][,engine_hash=H] (repeatable)")
 	return fs
 }

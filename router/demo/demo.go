@@ -58,7 +58,7 @@ func Run(ctx context.Context, o Options) ([]Result, error) {
 	defer rt.Stop()
 	hc := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 512, MaxConnsPerHost: 0}}
 	defer hc.CloseIdleConnections()
-	api := &client{base: rt.URL, http: hc}
+	api := &client{base: rt.URL, http: hc, token: rt.AdminToken}
 	fmt.Fprintf(o.Out, "kvrouter %s (dashboard: %s/), %d kvmock engines, trace %s: %d requests at %gx\n",
 		rt.URL, rt.URL, o.Engines, o.TraceName, len(o.Trace), o.Speedup)
 	if o.Replicas > 1 {

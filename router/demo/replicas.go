@@ -68,7 +68,7 @@ func StartReplicas(cfg config.Config, n int, log *slog.Logger) (*Router, error) 
 		_ = stopAll()
 		return nil, fmt.Errorf("kvrouter: listen %s: %w", cfg.Listen, err)
 	}
-	r := &Router{Server: reps[0].Server, URL: "http://" + ln.Addr().String(),
+	r := &Router{Server: reps[0].Server, URL: "http://" + ln.Addr().String(), AdminToken: cfg.Security.AdminToken,
 		hs: &http.Server{Handler: front, ReadHeaderTimeout: 10 * time.Second}, stopExtra: stopAll}
 	go func() { _ = r.hs.Serve(ln) }()
 	return r, nil

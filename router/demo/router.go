@@ -3,6 +3,8 @@ package demo
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -22,7 +24,10 @@ import (
 type Router struct {
 	Server *serve.Server
 	URL    string // http://host:port
-	hs     *http.Server
+	// AdminToken is what state changes (registering workers) must carry
+	// as Authorization: Bearer; the demo's own, random, never printed.
+	AdminToken string
+	hs         *http.Server
 	// stopExtra stops what StartReplicas runs behind the front.
 	stopExtra func() error
 }
@@ -39,7 +44,17 @@ func RouterConfig(listen string, blockSize int) config.Config {
 	cfg.Index.DegradedSettle = 2 * time.Second
 	cfg.Limits.MaxBodyBytes = 64 << 20
 	cfg.Log.Level = "warn"
+	// Auth on, as in production: the demo registers its engines with a
+	// random admin token of its own (docs/guides/security.md).
+	cfg.Security.AdminToken = randomToken()
 	return cfg
+}
+
+// randomToken is 32 random bytes in hex.
+func randomToken() string {
+	var b [32]byte
+	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails (it crashes the program instead)
+	return hex.EncodeToString(b[:])
 }
 
 // StartRouter starts kvrouter (its ZeroMQ ingest included) on cfg.Listen.
@@ -54,8 +69,7 @@ func StartRouter(cfg config.Config, log *slog.Logger) (*Router, error) {
 	if err != nil {
 		return nil, fmt.Errorf("kvrouter: listen %s: %w", cfg.Listen, err)
 	}
-	r := &Router{Server: srv, URL: "http://" + ln.Addr().String(),
-		hs: &http.Server{Handler: srv.Handler(), ReadHeaderTimeout: 10 * time.Second}}
+	r := &Router{Server: srv, URL: "http://" + ln.Addr().String(), AdminToken: cfg.Security.AdminToken, hs: srv.HTTPServer()}
 	go func() { _ = r.hs.Serve(ln) }()
 	if err := srv.Start(); err != nil {
 		_ = r.hs.Close()
@@ -82,6 +96,8 @@ func (r *Router) Stop() error {
 type client struct {
 	base string
 	http *http.Client
+	// token: kvrouter's admin token (empty for an engine's API).
+	token string
 }
 
 func (c *client) do(ctx context.Context, method, path string, in, out any) error {
@@ -98,6 +114,9 @@ func (c *client) do(ctx context.Context, method, path string, in, out any) error
 		return err
 	}
 	req.Header.Set("Content-Type", "application/json")
+	if c.token != "" {
+		req.Header.Set("Authorization", "Bearer "+c.token)
+	}
 	resp, err := c.http.Do(req)
 	if err != nil {
 		return err

@@ -88,11 +88,10 @@ func (p *Proxy) forward(w http.ResponseWriter, r *http.Request, t target, pol Po
 		return upstreamError("bad_base_url", "worker %d: base_url %q: %v", t.WorkerID, t.BaseURL, err)
 	}
 	up.Header.Set("Content-Type", "application/json")
-	for _, k := range []string{"Accept", "Authorization"} {
-		if v := r.Header.Get(k); v != "" {
-			up.Header.Set(k, v)
-		}
+	if v := r.Header.Get("Accept"); v != "" {
+		up.Header.Set("Accept", v)
 	}
+	p.authorize(up, r)
 	resp, err := p.client.Do(up)
 	if err != nil {
 		p.stats.failed(pol)
@@ -112,9 +111,7 @@ func (p *Proxy) forward(w http.ResponseWriter, r *http.Request, t target, pol Po
 	for k, vs := range resp.Header {
 		h[k] = vs
 	}
-	for _, k := range hopHeaders {
-		h.Del(k)
-	}
+	dropHopHeaders(h)
 	if stream {
 		// The length of a stream is not known; let the server chunk it.
 		h.Del("Content-Length")

@@ -73,6 +73,7 @@ func (p *Proxy) probe(base string) (bool, string) {
 	if err != nil {
 		return false, err.Error()
 	}
+	p.authorize(req, nil)
 	resp, err := p.client.Do(req)
 	if err != nil {
 		return false, err.Error()

@@ -71,7 +71,11 @@ func (f *fleet) waitSubscribed(id uint64, e demo.Engine) {
 func (f *fleet) register(id uint64, a demo.Addrs) {
 	f.t.Helper()
 	body, _ := json.Marshal(map[string]any{"worker_id": id, "model": "m", "endpoint": a.Events, "replay_endpoint": a.Replay, "base_url": a.BaseURL()})
-	resp, err := http.Post(f.router.URL+"/v1/workers", "application/json", bytes.NewReader(body))
+	req, err := http.NewRequestWithContext(f.t.Context(), http.MethodPost, f.router.URL+"/v1/workers", bytes.NewReader(body))
+	require.NoError(f.t, err)
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Authorization", "Bearer "+f.router.AdminToken) // the demo's router has auth on
+	resp, err := http.DefaultClient.Do(req)
 	require.NoError(f.t, err)
 	resp.Body.Close()
 	require.Contains(f.t, []int{200, 201}, resp.StatusCode)

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/kvhash/kvhash/router/indexer"
+	"github.com/kvhash/kvhash/router/internal/netguard"
 	"github.com/kvhash/kvhash/router/route"
 )
 
@@ -48,6 +49,16 @@ type Options struct {
 	MaxBodyBytes int64
 	// DefaultPolicy is used when a request names none; "": PolicyKV.
 	DefaultPolicy Policy
+	// EngineToken, when set, is sent to engines as Authorization: Bearer
+	// (completions, tokenize, health checks).
+	EngineToken string
+	// ForwardClientAuthorization passes a client's own Authorization
+	// header on to the engine (instead of EngineToken); by default a
+	// client's credentials never leave kvrouter.
+	ForwardClientAuthorization bool
+	// AllowedNetworks: the default client dials only addresses inside
+	// them, whatever a base_url's name resolves to; nil: any.
+	AllowedNetworks *netguard.Networks
 }
 
 // Proxy forwards OpenAI completion requests to the engine each policy
@@ -112,7 +123,10 @@ func New(opts Options) (*Proxy, error) {
 		tr.ResponseHeaderTimeout = opts.HeaderTimeout
 		// Engines are few and hot: keep connections to each open.
 		tr.MaxIdleConnsPerHost = 256
-		tr.DialContext = (&net.Dialer{Timeout: 5 * time.Second, KeepAlive: 30 * time.Second}).DialContext
+		tr.DialContext = (&net.Dialer{Timeout: 5 * time.Second, KeepAlive: 30 * time.Second, Control: opts.AllowedNetworks.Control}).DialContext
+		if !opts.AllowedNetworks.Any() {
+			tr.Proxy = nil // through an HTTP_PROXY the check would see the proxy's address, not the engine's
+		}
 		client = &http.Client{Transport: tr}
 	}
 	return &Proxy{

@@ -20,6 +20,13 @@ import (
 // (no event stream) at baseURL.
 func newProxy(t *testing.T, baseURL string, opts proxy.Options) (*httptest.Server, *route.Router) {
 	t.Helper()
+	srv, rt, _ := newProxyWith(t, baseURL, opts)
+	return srv, rt
+}
+
+// newProxyWith is newProxy that also returns the proxy.
+func newProxyWith(t *testing.T, baseURL string, opts proxy.Options) (*httptest.Server, *route.Router, *proxy.Proxy) {
+	t.Helper()
 	ix, err := indexer.New(indexer.Options{BlockSize: 4})
 	require.NoError(t, err)
 	_, err = ix.AddWorker(indexer.WorkerSpec{WorkerID: 1, Model: "m", BaseURL: baseURL})
@@ -31,7 +38,7 @@ func newProxy(t *testing.T, baseURL string, opts proxy.Options) (*httptest.Serve
 	require.NoError(t, err)
 	srv := httptest.NewServer(px.Wrap(http.NotFoundHandler()))
 	t.Cleanup(srv.Close)
-	return srv, rt
+	return srv, rt, px
 }
 
 // An engine that sends no headers within the header timeout is a 504;

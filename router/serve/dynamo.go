@@ -149,6 +149,9 @@ func (s *Server) dynRegister(w http.ResponseWriter, r *http.Request) error {
 	if err := checkEndpoint("replay_endpoint", replay); err != nil {
 		return dynErr(http.StatusBadRequest, "invalid ZMQ endpoint: %v", err)
 	}
+	if err := s.checkEndpointHosts(*req.Endpoint, replay); err != nil {
+		return dynErr(http.StatusBadRequest, "%v", err)
+	}
 	if int(*req.BlockSize) != s.cfg.BlockSize {
 		return dynErr(http.StatusConflict, "block_size mismatch for model=%s routing_group=%s: existing=%d, requested=%d",
 			model, grp, s.cfg.BlockSize, *req.BlockSize)

@@ -12,6 +12,8 @@ import (
 func (s *Server) attachProxy() error {
 	px, err := proxy.New(proxy.Options{
 		Indexer: s.ix, Router: s.rt, Logger: s.log, MaxBodyBytes: s.cfg.Limits.MaxBodyBytes,
+		EngineToken: s.cfg.Security.EngineToken, ForwardClientAuthorization: s.cfg.Security.ForwardClientAuthorization,
+		AllowedNetworks: s.nets,
 	})
 	if err != nil {
 		return fmt.Errorf("serve: %w", err)

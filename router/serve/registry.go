@@ -19,6 +19,13 @@ func (s *Server) addWorker(spec indexer.WorkerSpec) (bool, error) {
 	if err := validateSpec(spec); err != nil {
 		return false, err
 	}
+	var err error
+	if spec.BaseURL, err = s.checkBaseURL(spec.BaseURL); err != nil {
+		return false, err
+	}
+	if err := s.checkEndpointHosts(spec.Endpoint, spec.ReplayEndpoint); err != nil {
+		return false, err
+	}
 	spec.DPSize = max(spec.DPSize, 1)
 	streams, err := rankStreams(spec, nil)
 	if err != nil {

@@ -20,6 +20,7 @@ import (
 	"github.com/kvhash/kvhash/router/config"
 	"github.com/kvhash/kvhash/router/indexer"
 	"github.com/kvhash/kvhash/router/ingest"
+	"github.com/kvhash/kvhash/router/internal/netguard"
 	"github.com/kvhash/kvhash/router/proxy"
 	"github.com/kvhash/kvhash/router/route"
 )
@@ -47,7 +48,8 @@ type Server struct {
 	m      *metrics
 	caps   *caps // the bounds' metrics (caps.go)
 	routes http.Handler
-	px     *proxy.Proxy // the OpenAI proxy and dashboard in front of routes
+	px     *proxy.Proxy       // the OpenAI proxy and dashboard in front of routes
+	nets   *netguard.Networks // where engines may live (base_url, endpoints)
 
 	// mu serializes registry changes (the indexer's registration and the
 	// subscriptions of its ranks move together) and guards endpoints.
@@ -84,6 +86,10 @@ func New(opts Options) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
+	if s.nets, err = netguard.ParseNetworks(cfg.Security.AllowedEngineCIDRs); err != nil {
+		return nil, fmt.Errorf("serve: allowed engine networks: %w", err)
+	}
+	warnInsecure(cfg, log)
 	ix, err := indexer.New(indexer.Options{
 		BlockSize:        cfg.BlockSize,
 		Mode:             mode,
@@ -134,6 +140,7 @@ func New(opts Options) (*Server, error) {
 	if err := s.attachProxy(); err != nil {
 		return nil, err
 	}
+	s.routes = s.guard(s.routes)
 	s.ready.config.Store(true)
 	return s, nil
 }

@@ -117,10 +117,15 @@ func newIngest(h ingest.Handler, log *slog.Logger) (serve.Ingest, error) {
 	return ingest.New(ingest.Options{Handler: h, Logger: log, ReconnectMin: 20 * time.Millisecond, ReconnectMax: 200 * time.Millisecond})
 }
 
+// e2eAdminToken: the end-to-end routers run with auth on, as in
+// production; call sends it with every request.
+const e2eAdminToken = "e2e-admin-token"
+
 func testConfig() config.Config {
 	c := config.Default()
 	c.BlockSize = blockSize
 	c.Index.StabilityMode = "warn"
+	c.Security.AdminToken = e2eAdminToken
 	return c
 }
 
@@ -158,6 +163,7 @@ func call(t *testing.T, base, method, path string, body any, v any) int {
 	req, err := http.NewRequestWithContext(t.Context(), method, base+path, rd)
 	require.NoError(t, err)
 	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Authorization", "Bearer "+e2eAdminToken) // Dynamo's indexer ignores it
 	resp, err := http.DefaultClient.Do(req)
 	require.NoError(t, err)
 	defer resp.Body.Close()

@@ -2,6 +2,7 @@ package tests
 
 import (
 	"fmt"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"sync"
@@ -139,7 +140,9 @@ func TestE2EDynamoJSONPublisherOverHTTP(t *testing.T) {
 		if lora != "" {
 			args = append(args, lora)
 		}
-		out, err := exec.Command(enginetest.VenvPython(t), args...).CombinedOutput()
+		cmd := exec.Command(enginetest.VenvPython(t), args...)
+		cmd.Env = append(os.Environ(), "KVROUTER_ADMIN_TOKEN="+e2eAdminToken)
+		out, err := cmd.CombinedOutput()
 		require.NoError(t, err, "%s", out)
 		return string(out)
 	}

@@ -7,12 +7,14 @@ Dynamo's ``KvCacheEvent`` JSON, and posts the events to kvrouter's
 only Dynamo's API and kvrouter's HTTP endpoint.
 
 Usage: dynamo_json_publisher.py URL WORKER_ID BLOCK_SIZE FIRST_TOKEN NUM_TOKENS [LORA_NAME]
-Prints kvrouter's answer (JSON) on stdout.
+Prints kvrouter's answer (JSON) on stdout. Sends KVROUTER_ADMIN_TOKEN, when
+set, as its bearer token (events change kvrouter's state).
 """
 
 from __future__ import annotations
 
 import json
+import os
 import sys
 import urllib.request
 from typing import Any
@@ -42,9 +44,11 @@ def main(argv: list[str]) -> int:
     url, worker, block_size, first, n = argv[1], int(argv[2]), int(argv[3]), int(argv[4]), int(argv[5])
     lora = argv[6] if len(argv) > 6 else None
     body = json.dumps(events(list(range(first, first + n)), block_size, lora)).encode()
-    req = urllib.request.Request(
-        f"{url}/v1/events?worker_id={worker}", data=body, headers={"Content-Type": "application/json"}, method="POST"
-    )
+    headers = {"Content-Type": "application/json"}
+    token = os.environ.get("KVROUTER_ADMIN_TOKEN")
+    if token:
+        headers["Authorization"] = f"Bearer {token}"
+    req = urllib.request.Request(f"{url}/v1/events?worker_id={worker}", data=body, headers=headers, method="POST")
     with urllib.request.urlopen(req, timeout=10) as resp:
         sys.stdout.write(resp.read().decode())
     return 0
