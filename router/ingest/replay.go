@@ -25,13 +25,17 @@ func (st *stream) fetchReplay(from uint64) ([]replayReply, error) {
 	if st.replayEP == "" {
 		return nil, errNoReplay
 	}
+	endpoint, err := st.sub.capped(st.replayEP)
+	if err != nil {
+		return nil, err
+	}
 	timeout := st.sub.opts.ReplayTimeout
 	ctx, cancel := context.WithTimeout(st.ctx, timeout)
 	defer cancel()
 	dealer := zmq4.NewDealer(ctx, zmq4.WithDialerMaxRetries(0), zmq4.WithDialerTimeout(timeout),
 		zmq4.WithLogger(slog.NewLogLogger(st.sub.opts.Logger.Handler(), slog.LevelDebug)))
 	defer dealer.Close()
-	if err := dealer.Dial(st.replayEP); err != nil {
+	if err := dealer.Dial(endpoint); err != nil {
 		return nil, fmt.Errorf("replay endpoint %s: %w", st.replayEP, err)
 	}
 	if err := dealer.Send(zmq4.NewMsgFrom([]byte{}, seqBytes(from))); err != nil {
@@ -41,6 +45,7 @@ func (st *stream) fetchReplay(from uint64) ([]replayReply, error) {
 	for {
 		msg, err := dealer.Recv()
 		if err != nil {
+			st.sub.noteOversized(err, st.replayEP)
 			if ctx.Err() != nil {
 				return nil, fmt.Errorf("replay endpoint %s: no end marker within %v (%d batches received)", st.replayEP, timeout, len(out))
 			}
