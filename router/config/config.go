@@ -26,6 +26,9 @@ type Config struct {
 	// BindModel is the model of workers first seen on the bound endpoint
 	// whose topic names none.
 	BindModel string `yaml:"bind_model"`
+	// ZMQMaxMessageBytes caps one ZeroMQ message from any peer (engines,
+	// anyone reaching bind); a peer over it is disconnected and counted.
+	ZMQMaxMessageBytes int64 `yaml:"zmq_max_message_bytes"`
 
 	Log      Log      `yaml:"log"`
 	Snapshot Snapshot `yaml:"snapshot"`
@@ -114,6 +117,11 @@ const (
 	DefaultSnapshotInterval = 5 * time.Minute
 	DefaultShutdownTimeout  = 10 * time.Second
 	DefaultRequestTTL       = 120 * time.Second // Dynamo's
+	// DefaultZMQMaxMessageBytes and MinZMQMaxMessageBytes are
+	// ingest.DefaultMaxMessageBytes (a few times the largest real batch:
+	// see there) and zmqcap.MinLimit (cmd/kvrouter's tests hold them equal).
+	DefaultZMQMaxMessageBytes = 64 << 20
+	MinZMQMaxMessageBytes     = 4096
 )
 
 // Default returns the configuration before the file and the flags. The
@@ -126,6 +134,8 @@ func Default() Config {
 		Routing:         Routing{OverlapScoreCredit: 1, PrefillLoadScale: 1, RequestTTL: DefaultRequestTTL},
 		Limits:          Limits{MaxBodyBytes: DefaultMaxBodyBytes, MaxTokens: DefaultMaxTokens},
 		ShutdownTimeout: DefaultShutdownTimeout,
+
+		ZMQMaxMessageBytes: DefaultZMQMaxMessageBytes,
 	}
 }
 
@@ -141,6 +151,9 @@ func (c *Config) Validate() error {
 	}
 	if c.Bind != "" && !strings.Contains(c.Bind, "://") {
 		bad("bind: %q; want transport://address (tcp://*:5557)", c.Bind)
+	}
+	if c.ZMQMaxMessageBytes < MinZMQMaxMessageBytes || c.ZMQMaxMessageBytes > 1<<62 {
+		bad("zmq_max_message_bytes: %d; want %d..2^62", c.ZMQMaxMessageBytes, MinZMQMaxMessageBytes)
 	}
 	switch c.Log.Format {
 	case "text", "json":

@@ -67,6 +67,7 @@ func newFlagSet(name string, c *Config, p *Parsed, out io.Writer) *flag.FlagSet 
 	fs.IntVar(&c.BlockSize, "block-size", c.BlockSize, "block size in tokens (the engines' --block-size)")
 	fs.StringVar(&c.Bind, "bind", c.Bind, "bind this endpoint for engines that connect (tcp://*:5557); workers come from the topic")
 	fs.StringVar(&c.BindModel, "bind-model", c.BindModel, "model of workers first seen on --bind whose topic names none")
+	fs.Int64Var(&c.ZMQMaxMessageBytes, "zmq-max-message-bytes", c.ZMQMaxMessageBytes, "largest ZeroMQ message a peer may send (frames + 64 bytes each); a peer over it is disconnected")
 	fs.StringVar(&c.Log.Format, "log-format", c.Log.Format, "log format: text or json")
 	fs.StringVar(&c.Log.Level, "log-level", c.Log.Level, "log level: debug, info, warn, error")
 	fs.StringVar(&c.Snapshot.Path, "snapshot", c.Snapshot.Path, "snapshot file: loaded at start, written atomically every interval and on shutdown")
