@@ -248,3 +248,54 @@ func TestNewRejectsACapOutOfRange(t *testing.T) {
 		}
 	}
 }
+
+func TestReplayEndpointSurvivesTheFrameSizeAttack(t *testing.T) {
+	// The registered worker's replay endpoint answers a replay request
+	// with the attack.
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	defer l.Close()
+	served := make(chan net.Conn, 1)
+	go func() {
+		defer close(served)
+		c, err := l.Accept()
+		if err != nil {
+			return
+		}
+		if zmqcaptest.Handshake(c, "ROUTER") == nil {
+			_, _ = c.Write(zmqcaptest.LongHeader(1<<40, false))
+		}
+		served <- c
+	}()
+
+	rec := newRecorder()
+	s, logs := guardedSubscriber(t, rec, 0)
+	pubEP := "tcp://" + freeLoopbackAddr(t)
+	srcs, err := s.Subscribe(Subscription{Model: "m", WorkerID: 1, Endpoint: pubEP, ReplayEndpoint: "tcp://" + l.Addr().String()})
+	require.NoError(t, err)
+	pub := realPublisher(t, pubEP, false)
+	publish(t, pub, 0)
+	rec.waitFor(t, "seq 0", func() bool { return len(rec.batches) == 1 })
+
+	require.NoError(t, s.RequestReplay(srcs[0], 0))
+	c := <-served
+	require.NotNil(t, c, "the subscriber dialled the replay endpoint")
+	defer c.Close()
+	require.Eventually(t, func() bool { return s.Stats().Oversized.Load() == 1 }, 10*time.Second, 10*time.Millisecond)
+	rec.waitFor(t, "the replay reported lost", func() bool { return rec.countLocked(StreamGapLost) == 1 })
+	assert.Contains(t, logs.String(), "peer="+c.LocalAddr().String())
+
+	publish(t, pub, 1)
+	rec.waitFor(t, "seq 1 after the attack", func() bool { return len(rec.batches) == 2 })
+	assert.Equal(t, []uint64{0, 1}, rec.seqs())
+}
+
+// freeLoopbackAddr is a loopback host:port free a moment ago.
+func freeLoopbackAddr(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	addr := l.Addr().String()
+	require.NoError(t, l.Close())
+	return addr
+}
