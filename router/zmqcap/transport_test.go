@@ -223,3 +223,17 @@ func TestARejectedHandshakeIsClosed(t *testing.T) {
 	require.NoError(t, zmqcaptest.Handshake(c, "REQ"))
 	assert.True(t, closedByPeer(c))
 }
+
+func TestAnIdlePeerOutlivesTheHandshakeTimeout(t *testing.T) {
+	defer func(d time.Duration) { handshakeTimeout = d }(handshakeTimeout)
+	handshakeTimeout = 200 * time.Millisecond
+	sub, ep := boundSub(t, testMax)
+	results := receiveAll(sub)
+	// A raw peer, so that nothing redials: what arrives came over the
+	// one connection.
+	c := attack(t, ep[len("tcp://"):], nil)
+	time.Sleep(4 * handshakeTimeout)
+	_, err := c.Write(zmqcaptest.Message([]byte("kv"), []byte("after a quiet while")))
+	require.NoError(t, err)
+	awaitMessage(t, results, "after a quiet while")
+}
