@@ -299,3 +299,18 @@ func freeLoopbackAddr(t *testing.T) string {
 	require.NoError(t, l.Close())
 	return addr
 }
+
+// TestOversizedWarningsAreRateLimited: every drop is counted, one warning
+// per oversizedLogEvery is logged.
+func TestOversizedWarningsAreRateLimited(t *testing.T) {
+	s, logs := guardedSubscriber(t, newRecorder(), 0)
+	addr := bindAny(t, s)
+	for i := range 3 {
+		c, err := net.DialTimeout("tcp", addr, 5*time.Second)
+		require.NoError(t, err)
+		attack(t, c)
+		require.Eventually(t, func() bool { return s.Stats().Oversized.Load() == uint64(i+1) }, 10*time.Second, 10*time.Millisecond)
+		_ = c.Close()
+	}
+	assert.Equal(t, 1, strings.Count(logs.String(), "over zmq_max_message_bytes"), logs.String())
+}

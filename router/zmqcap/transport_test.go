@@ -237,3 +237,18 @@ func TestAnIdlePeerOutlivesTheHandshakeTimeout(t *testing.T) {
 	require.NoError(t, err)
 	awaitMessage(t, results, "after a quiet while")
 }
+
+func TestAHugeCommandInTheHandshakeIsDropped(t *testing.T) {
+	sub, ep := boundSub(t, 64<<20)
+	results := receiveAll(sub)
+	// The greeting, then in place of READY a long command declaring 2^40 bytes.
+	c, err := net.DialTimeout("tcp", ep[len("tcp://"):], 5*time.Second)
+	require.NoError(t, err)
+	defer c.Close()
+	_, err = c.Write(append(zmqcaptest.Greeting(), 0x06, 0, 0, 1, 0, 0, 0, 0, 0))
+	require.NoError(t, err)
+	assert.True(t, closedByPeer(c))
+
+	goodPublisher(t, ep)
+	awaitMessage(t, results, "good")
+}
