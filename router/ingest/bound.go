@@ -77,9 +77,8 @@ func (s *Subscriber) boundLoop(be *boundEndpoint) {
 				return
 			}
 			// One engine's connection ended (or was dropped for an
-			// oversized message); the socket serves the others.
+			// oversized message: see onOversized); the socket serves the others.
 			s.stats.Disconnects.Add(1)
-			s.noteOversized(err, be.b.Endpoint)
 			continue
 		}
 		if len(msg.Frames) == 0 {

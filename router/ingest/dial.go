@@ -45,7 +45,6 @@ func (s *Subscriber) dialLoop(st *stream) {
 		if st.ctx.Err() != nil {
 			return
 		}
-		s.noteOversized(err, st.src.Endpoint)
 		if st.enqueue(item{kind: itemDisconnected, err: err}) != nil {
 			return
 		}

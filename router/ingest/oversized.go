@@ -1,7 +1,6 @@
 package ingest
 
 import (
-	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -26,9 +25,9 @@ const DefaultMaxMessageBytes = 64 << 20
 const oversizedLogEvery = 10 * time.Second
 
 // capped returns endpoint as the Subscriber's sockets dial or bind it:
-// through zmqcap, capped at Options.MaxMessageBytes.
+// through its zmqcap.Cap, capped at Options.MaxMessageBytes.
 func (s *Subscriber) capped(endpoint string) (string, error) {
-	ep, err := zmqcap.Endpoint(endpoint, s.opts.MaxMessageBytes)
+	ep, err := s.zcap.Endpoint(endpoint)
 	if err != nil {
 		return "", fmt.Errorf("ingest: %s: %w", endpoint, err)
 	}
@@ -42,14 +41,9 @@ type oversizedLog struct {
 	suppressed int
 }
 
-// noteOversized counts and reports err when it is a peer's message over
-// the cap (its connection already dropped), and says whether it was.
-// where names the socket: the bound endpoint, an engine's, a replay's.
-func (s *Subscriber) noteOversized(err error, where string) bool {
-	var tl *zmqcap.TooLargeError
-	if !errors.As(err, &tl) {
-		return false
-	}
+// onOversized counts and reports a peer's connection dropped by the cap
+// (called from the socket's reader goroutine: it must not block).
+func (s *Subscriber) onOversized(tl *zmqcap.TooLargeError) {
 	s.stats.Oversized.Add(1)
 	l := &s.oversized
 	l.mu.Lock()
@@ -57,13 +51,12 @@ func (s *Subscriber) noteOversized(err error, where string) bool {
 	if !l.last.IsZero() && now.Sub(l.last) < oversizedLogEvery {
 		l.suppressed++
 		l.mu.Unlock()
-		return true
+		return
 	}
 	suppressed := l.suppressed
 	l.last, l.suppressed = now, 0
 	l.mu.Unlock()
 	s.opts.Logger.Warn("a ZeroMQ peer sent a message over zmq_max_message_bytes; its connection is dropped",
-		"peer", tl.Peer, "endpoint", where, "frame_bytes", tl.Frame, "message_bytes", tl.Message,
+		"peer", tl.Peer, "local", tl.Local, "frame_bytes", tl.Frame, "message_bytes", tl.Message,
 		"max_bytes", tl.Max, "command", tl.Command, "suppressed_since_last", suppressed)
-	return true
 }

@@ -45,7 +45,6 @@ func (st *stream) fetchReplay(from uint64) ([]replayReply, error) {
 	for {
 		msg, err := dealer.Recv()
 		if err != nil {
-			st.sub.noteOversized(err, st.replayEP)
 			if ctx.Err() != nil {
 				return nil, fmt.Errorf("replay endpoint %s: no end marker within %v (%d batches received)", st.replayEP, timeout, len(out))
 			}

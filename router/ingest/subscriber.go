@@ -91,6 +91,7 @@ type Subscriber struct {
 	bound   *boundEndpoint
 	closed  bool
 
+	zcap      *zmqcap.Cap // every socket's cap on a peer's message
 	oversized oversizedLog
 }
 
@@ -101,11 +102,14 @@ func New(opts Options) (*Subscriber, error) {
 		return nil, errors.New("ingest: Options.Handler is nil")
 	}
 	opts.setDefaults()
-	if opts.MaxMessageBytes < zmqcap.MinLimit || opts.MaxMessageBytes > zmqcap.MaxLimit {
-		return nil, fmt.Errorf("ingest: Options.MaxMessageBytes %d is outside %d..%d", opts.MaxMessageBytes, zmqcap.MinLimit, int64(zmqcap.MaxLimit))
+	s := &Subscriber{opts: opts, streams: make(map[sourceKey]*stream)}
+	zcap, err := zmqcap.New(opts.MaxMessageBytes, s.onOversized)
+	if err != nil {
+		return nil, fmt.Errorf("ingest: Options.MaxMessageBytes: %w", err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	return &Subscriber{opts: opts, ctx: ctx, cancel: cancel, streams: make(map[sourceKey]*stream)}, nil
+	s.zcap = zcap
+	s.ctx, s.cancel = context.WithCancel(context.Background())
+	return s, nil
 }
 
 // Stats returns the live counters.
@@ -226,6 +230,7 @@ func (s *Subscriber) Close() error {
 	for _, st := range streams {
 		st.stop()
 	}
+	s.zcap.Close()
 	return nil
 }
 

@@ -3,6 +3,7 @@ package kvmock
 import (
 	"context"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/go-zeromq/zmq4"
@@ -26,9 +27,16 @@ const (
 // let zmq4 allocate whatever its frame header claims.
 const peerMessageCap = 64 << 10
 
+// peerCap is the one Cap of every kvmock socket in the process.
+var peerCap = sync.OnceValues(func() (*zmqcap.Cap, error) { return zmqcap.New(peerMessageCap, nil) })
+
 // capped is endpoint as kvmock's sockets dial or bind it.
 func capped(endpoint string) (string, error) {
-	return zmqcap.Endpoint(endpoint, peerMessageCap)
+	c, err := peerCap()
+	if err != nil {
+		return "", err
+	}
+	return c.Endpoint(endpoint)
 }
 
 func newPubSocket(ctx context.Context) (zmq4.Socket, error) {

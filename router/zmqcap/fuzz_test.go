@@ -33,7 +33,7 @@ func referenceVerdict(max int64, stream []byte) *TooLargeError {
 			if size > uint64(max) {
 				total = size
 			}
-			return &TooLargeError{Peer: "peer", Frame: size, Message: total, Max: max, Command: flags&flagCommand != 0}
+			return &TooLargeError{Frame: size, Message: total, Max: max, Command: flags&flagCommand != 0}
 		}
 		message += FrameOverhead + size
 		if uint64(len(p)) < size {

@@ -11,9 +11,10 @@
 // take its message over the cap, before zmq4 learns the size. zmq4 then
 // drops that connection alone; its socket goes on serving the others.
 //
-// A socket is capped by dialling or binding Endpoint(ep, max) instead of
-// ep. The read that hit the cap, and so the socket's Recv, returns a
-// *TooLargeError naming the peer.
+// A socket is capped by dialling or binding Cap.Endpoint(ep) instead of
+// ep. Each dropped connection is reported to the Cap's owner as a
+// *TooLargeError naming the peer; the read that hit the cap returns it
+// too (so, after the handshake, does the socket's Recv).
 package zmqcap
 
 import (
@@ -48,6 +49,7 @@ const MaxLimit = 1 << 62
 // connection closed and removes it from its socket.
 type TooLargeError struct {
 	Peer    string // the remote address of the connection
+	Local   string // its local address (the bound endpoint's, or the dialling socket's)
 	Frame   uint64 // the frame's declared body size
 	Message uint64 // the message's counted size with this frame (bodies + FrameOverhead a frame)
 	Max     int64  // the cap
@@ -59,8 +61,8 @@ func (e *TooLargeError) Error() string {
 	if e.Command {
 		what = "command"
 	}
-	return fmt.Sprintf("zmqcap: peer %s sent a %s frame declaring %d bytes, its %s counting %d bytes, over the cap of %d: connection dropped",
-		e.Peer, what, e.Frame, what, e.Message, e.Max)
+	return fmt.Sprintf("zmqcap: peer %s (to %s) sent a %s frame declaring %d bytes, its %s counting %d bytes, over the cap of %d: connection dropped",
+		e.Peer, e.Local, what, e.Frame, what, e.Message, e.Max)
 }
 
 // Timeout reports false: the connection is over, not late.
@@ -99,10 +101,10 @@ func newGuard(max int64) *guard {
 	return &guard{max: max, greeting: greetingLen}
 }
 
-// scan follows p, the next bytes read from the peer. The error is a
-// *TooLargeError built with peer; once scan has failed, the connection
-// must not be read again.
-func (g *guard) scan(p []byte, peer string) error {
+// scan follows p, the next bytes read from the peer, and returns the
+// frame over the cap (its Peer and Local left for the caller to fill);
+// once scan has failed, the connection must not be read again.
+func (g *guard) scan(p []byte) *TooLargeError {
 	for len(p) > 0 {
 		if g.greeting > 0 {
 			n := min(g.greeting, len(p))
@@ -130,7 +132,7 @@ func (g *guard) scan(p []byte, peer string) error {
 			if want == 8 {
 				size = binary.BigEndian.Uint64(g.size[:])
 			}
-			if err := g.admit(size, peer); err != nil {
+			if err := g.admit(size); err != nil {
 				return err
 			}
 			g.body = size
@@ -154,7 +156,7 @@ func (g *guard) scan(p []byte, peer string) error {
 }
 
 // admit counts a frame of size body bytes toward its message, or rejects it.
-func (g *guard) admit(size uint64, peer string) error {
+func (g *guard) admit(size uint64) *TooLargeError {
 	limit := uint64(g.max)
 	total := g.message + FrameOverhead // <= limit < 2^62: no overflow
 	if size <= limit {
@@ -163,7 +165,7 @@ func (g *guard) admit(size uint64, peer string) error {
 		total = size // over the cap whatever came before
 	}
 	if total > limit {
-		return &TooLargeError{Peer: peer, Frame: size, Message: total, Max: g.max, Command: g.flags&flagCommand != 0}
+		return &TooLargeError{Frame: size, Message: total, Max: g.max, Command: g.flags&flagCommand != 0}
 	}
 	g.message = total
 	return nil

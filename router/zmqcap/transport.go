@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-zeromq/zmq4"
@@ -32,50 +33,71 @@ var handshakeTimeout = 10 * time.Second
 // process and is left alone.
 var networks = map[string]string{"tcp": "tcp", "ipc": "unix"}
 
-// Endpoint returns ep with its scheme replaced by that of a transport
-// capped at max bytes a message (see FrameOverhead), registered with zmq4
-// on first use: dial or bind the result instead of ep. An endpoint of
-// another scheme (inproc, or one zmq4 rejects anyway) is returned as is.
-func Endpoint(ep string, max int64) (string, error) {
+// Cap is one cap on the messages of the sockets that dial or bind its
+// endpoints, and who hears of the connections it drops. Its transports
+// stay registered with zmq4 for the life of the process (zmq4 cannot
+// unregister one): make one Cap per long-lived owner, not one per socket.
+type Cap struct {
+	max    int64
+	id     uint64
+	onDrop atomic.Pointer[func(*TooLargeError)]
+
+	mu      sync.Mutex
+	schemes map[string]string // endpoint scheme -> the registered transport's name
+}
+
+var lastCapID atomic.Uint64
+
+// New returns a Cap of max bytes a message (see FrameOverhead; MinLimit
+// to MaxLimit). onDrop, if not nil, is called with each connection
+// dropped, from the goroutine that read it: it must not block.
+func New(max int64, onDrop func(*TooLargeError)) (*Cap, error) {
 	if max < MinLimit || max > MaxLimit {
-		return "", fmt.Errorf("zmqcap: a cap of %d bytes is outside %d..%d", max, MinLimit, int64(MaxLimit))
+		return nil, fmt.Errorf("zmqcap: a cap of %d bytes is outside %d..%d", max, MinLimit, int64(MaxLimit))
 	}
+	c := &Cap{max: max, id: lastCapID.Add(1), schemes: map[string]string{}}
+	if onDrop != nil {
+		c.onDrop.Store(&onDrop)
+	}
+	return c, nil
+}
+
+// Close stops the calls to onDrop (the sockets stay capped).
+func (c *Cap) Close() { c.onDrop.Store(nil) }
+
+func (c *Cap) dropped(e *TooLargeError) {
+	if f := c.onDrop.Load(); f != nil {
+		(*f)(e)
+	}
+}
+
+// Endpoint returns ep with its scheme replaced by that of a transport
+// capped by c, registered with zmq4 on first use: dial or bind the result
+// instead of ep. An endpoint of another scheme (inproc, or one zmq4
+// rejects anyway) is returned as is.
+func (c *Cap) Endpoint(ep string) (string, error) {
 	scheme, addr, ok := strings.Cut(ep, "://")
 	network, known := networks[scheme]
 	if !ok || !known {
 		return ep, nil
 	}
-	name := scheme + "-max" + strconv.FormatInt(max, 10)
-	if err := register(name, cappedTransport{inner: transport.New(network), max: max}); err != nil {
-		return "", err
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	name, done := c.schemes[scheme]
+	if !done {
+		name = scheme + "-zmqcap" + strconv.FormatUint(c.id, 10)
+		if err := zmq4.RegisterTransport(name, cappedTransport{inner: transport.New(network), cap: c}); err != nil {
+			return "", fmt.Errorf("zmqcap: registering transport %s: %w", name, err)
+		}
+		c.schemes[scheme] = name
 	}
 	return name + "://" + addr, nil
-}
-
-var (
-	registeredMu sync.Mutex
-	registered   = map[string]bool{}
-)
-
-// register adds a transport to zmq4's registry once (the registry is
-// process-wide and rejects a name twice; one name per scheme and cap).
-func register(name string, t cappedTransport) error {
-	registeredMu.Lock()
-	defer registeredMu.Unlock()
-	if registered[name] {
-		return nil
-	}
-	if err := zmq4.RegisterTransport(name, t); err != nil {
-		return fmt.Errorf("zmqcap: registering transport %s: %w", name, err)
-	}
-	registered[name] = true
-	return nil
 }
 
 // cappedTransport is a net transport whose connections are guarded.
 type cappedTransport struct {
 	inner transport.Transport
-	max   int64
+	cap   *Cap
 }
 
 func (t cappedTransport) Dial(ctx context.Context, d transport.Dialer, addr string) (net.Conn, error) {
@@ -83,7 +105,7 @@ func (t cappedTransport) Dial(ctx context.Context, d transport.Dialer, addr stri
 	if err != nil {
 		return nil, err
 	}
-	return newConn(c, t.max), nil
+	return newConn(c, t.cap), nil
 }
 
 func (t cappedTransport) Listen(ctx context.Context, addr string) (net.Listener, error) {
@@ -91,14 +113,14 @@ func (t cappedTransport) Listen(ctx context.Context, addr string) (net.Listener,
 	if err != nil {
 		return nil, err
 	}
-	return listener{Listener: l, max: t.max}, nil
+	return listener{Listener: l, cap: t.cap}, nil
 }
 
 func (t cappedTransport) Addr(ep string) (string, error) { return t.inner.Addr(ep) }
 
 type listener struct {
 	net.Listener
-	max int64
+	cap *Cap
 }
 
 func (l listener) Accept() (net.Conn, error) {
@@ -106,7 +128,7 @@ func (l listener) Accept() (net.Conn, error) {
 	if err != nil {
 		return nil, err
 	}
-	return newConn(c, l.max), nil
+	return newConn(c, l.cap), nil
 }
 
 // conn passes every byte read through its guard. zmq4 reads a
@@ -114,9 +136,9 @@ func (l listener) Accept() (net.Conn, error) {
 // reader), so only Close may run beside Read.
 type conn struct {
 	net.Conn
-	g    *guard
-	peer string
-	err  error // the guard's verdict, kept: the stream cannot be followed after it
+	cap *Cap
+	g   *guard
+	err error // the guard's verdict, kept: the stream cannot be followed after it
 
 	// watchdog closes the connection at handshakeTimeout unless zmq4 has
 	// read on past the peer's handshake by then; handshaken is set when
@@ -126,8 +148,8 @@ type conn struct {
 	released   bool // the watchdog was stopped by a read past the handshake
 }
 
-func newConn(c net.Conn, max int64) *conn {
-	cc := &conn{Conn: c, g: newGuard(max), peer: peerName(c)}
+func newConn(c net.Conn, cp *Cap) *conn {
+	cc := &conn{Conn: c, cap: cp, g: newGuard(cp.max)}
 	cc.g.handshake = func() { cc.handshaken = true }
 	cc.watchdog = time.AfterFunc(handshakeTimeout, func() { _ = c.Close() })
 	return cc
@@ -146,10 +168,12 @@ func (c *conn) Read(p []byte) (int, error) {
 	}
 	n, err := c.Conn.Read(p)
 	if n > 0 {
-		if gerr := c.g.scan(p[:n], c.peer); gerr != nil {
-			c.err = gerr
+		if tl := c.g.scan(p[:n]); tl != nil {
+			tl.Peer, tl.Local = peerName(c.Conn), localName(c.Conn)
+			c.err = tl
 			_ = c.Conn.Close()
-			return 0, gerr
+			c.cap.dropped(tl)
+			return 0, tl
 		}
 	}
 	return n, err
@@ -165,8 +189,12 @@ func peerName(c net.Conn) string {
 	if a := c.RemoteAddr(); a != nil && a.String() != "" {
 		return a.String()
 	}
+	return "a peer on " + localName(c) // a unix socket's peer has no address
+}
+
+func localName(c net.Conn) string {
 	if a := c.LocalAddr(); a != nil {
-		return "a peer on " + a.String() // a unix socket's peer has no address
+		return a.String()
 	}
 	return "unknown"
 }

@@ -15,18 +15,41 @@ import (
 	"github.com/kvhash/kvhash/router/zmqcap/zmqcaptest"
 )
 
+// newCap is a Cap of max whose drops arrive on the returned channel.
+func newCap(t *testing.T, max int64) (*Cap, <-chan *TooLargeError) {
+	t.Helper()
+	drops := make(chan *TooLargeError, 16)
+	c, err := New(max, func(e *TooLargeError) { drops <- e })
+	require.NoError(t, err)
+	t.Cleanup(c.Close)
+	return c, drops
+}
+
 // boundSub binds a SUB socket capped at max on a free loopback port and
-// returns it with its plain tcp:// address.
-func boundSub(t *testing.T, max int64) (zmq4.Socket, string) {
+// returns it with its plain tcp:// address and the Cap's drops.
+func boundSub(t *testing.T, max int64) (zmq4.Socket, string, <-chan *TooLargeError) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	sub := zmq4.NewSub(ctx)
 	t.Cleanup(func() { _ = sub.Close(); cancel() })
 	require.NoError(t, sub.SetOption(zmq4.OptionSubscribe, ""))
-	ep, err := Endpoint("tcp://127.0.0.1:0", max)
+	c, drops := newCap(t, max)
+	ep, err := c.Endpoint("tcp://127.0.0.1:0")
 	require.NoError(t, err)
 	require.NoError(t, sub.Listen(ep))
-	return sub, "tcp://" + sub.Addr().String()
+	return sub, "tcp://" + sub.Addr().String(), drops
+}
+
+// awaitDrop waits for the Cap's report of a dropped connection.
+func awaitDrop(t *testing.T, drops <-chan *TooLargeError) *TooLargeError {
+	t.Helper()
+	select {
+	case e := <-drops:
+		return e
+	case <-time.After(10 * time.Second):
+		t.Fatal("no drop reported")
+		return nil
+	}
 }
 
 // goodPublisher dials ep with a real PUB and publishes ["kv", "good"]
@@ -125,7 +148,7 @@ func closedByPeer(c net.Conn) bool {
 }
 
 func TestBoundSocketDropsTheOversizedPeerAndServesTheOthers(t *testing.T) {
-	sub, ep := boundSub(t, 64<<20)
+	sub, ep, drops := boundSub(t, 64<<20)
 	results := receiveAll(sub)
 	goodPublisher(t, ep)
 	awaitMessage(t, results, "good")
@@ -134,13 +157,15 @@ func TestBoundSocketDropsTheOversizedPeerAndServesTheOthers(t *testing.T) {
 
 	tl := awaitTooLarge(t, results)
 	assert.Equal(t, attacker.LocalAddr().String(), tl.Peer)
+	assert.Equal(t, attacker.RemoteAddr().String(), tl.Local)
 	assert.Equal(t, uint64(1<<40), tl.Frame)
+	assert.Same(t, tl, awaitDrop(t, drops), "the Cap's owner hears of it")
 	assert.True(t, closedByPeer(attacker), "the attacker's connection is closed")
 	awaitMessage(t, results, "good")
 }
 
 func TestBoundSocketCapBoundary(t *testing.T) {
-	sub, ep := boundSub(t, testMax)
+	sub, ep, _ := boundSub(t, testMax)
 	results := receiveAll(sub)
 	addr := ep[len("tcp://"):]
 	// Two frames: "kv" and a body that brings the message to the cap.
@@ -170,7 +195,8 @@ func TestDialedSocketDropsTheOversizedPeer(t *testing.T) {
 	sub := zmq4.NewSub(ctx)
 	defer sub.Close()
 	require.NoError(t, sub.SetOption(zmq4.OptionSubscribe, ""))
-	ep, err := Endpoint("tcp://"+l.Addr().String(), 64<<20)
+	cp, drops := newCap(t, 64<<20)
+	ep, err := cp.Endpoint("tcp://" + l.Addr().String())
 	require.NoError(t, err)
 
 	// The engine's side runs beside Dial, which returns after the handshake.
@@ -193,13 +219,14 @@ func TestDialedSocketDropsTheOversizedPeer(t *testing.T) {
 
 	tl := awaitTooLarge(t, receiveAll(sub))
 	assert.Equal(t, c.LocalAddr().String(), tl.Peer)
+	assert.Same(t, tl, awaitDrop(t, drops))
 	assert.True(t, closedByPeer(c))
 }
 
 func TestASilentPeerDoesNotHoldTheBoundSocket(t *testing.T) {
 	defer func(d time.Duration) { handshakeTimeout = d }(handshakeTimeout)
 	handshakeTimeout = 300 * time.Millisecond
-	sub, ep := boundSub(t, testMax)
+	sub, ep, _ := boundSub(t, testMax)
 	results := receiveAll(sub)
 
 	silent, err := net.DialTimeout("tcp", ep[len("tcp://"):], 5*time.Second)
@@ -214,7 +241,7 @@ func TestASilentPeerDoesNotHoldTheBoundSocket(t *testing.T) {
 func TestARejectedHandshakeIsClosed(t *testing.T) {
 	defer func(d time.Duration) { handshakeTimeout = d }(handshakeTimeout)
 	handshakeTimeout = 300 * time.Millisecond
-	_, ep := boundSub(t, testMax)
+	_, ep, _ := boundSub(t, testMax)
 	// A REQ is no peer of a SUB: zmq4 rejects the handshake and leaves
 	// the connection open; the watchdog closes it.
 	c, err := net.DialTimeout("tcp", ep[len("tcp://"):], 5*time.Second)
@@ -227,7 +254,7 @@ func TestARejectedHandshakeIsClosed(t *testing.T) {
 func TestAnIdlePeerOutlivesTheHandshakeTimeout(t *testing.T) {
 	defer func(d time.Duration) { handshakeTimeout = d }(handshakeTimeout)
 	handshakeTimeout = 200 * time.Millisecond
-	sub, ep := boundSub(t, testMax)
+	sub, ep, _ := boundSub(t, testMax)
 	results := receiveAll(sub)
 	// A raw peer, so that nothing redials: what arrives came over the
 	// one connection.
@@ -239,7 +266,7 @@ func TestAnIdlePeerOutlivesTheHandshakeTimeout(t *testing.T) {
 }
 
 func TestAHugeCommandInTheHandshakeIsDropped(t *testing.T) {
-	sub, ep := boundSub(t, 64<<20)
+	sub, ep, drops := boundSub(t, 64<<20)
 	results := receiveAll(sub)
 	// The greeting, then in place of READY a long command declaring 2^40 bytes.
 	c, err := net.DialTimeout("tcp", ep[len("tcp://"):], 5*time.Second)
@@ -247,6 +274,9 @@ func TestAHugeCommandInTheHandshakeIsDropped(t *testing.T) {
 	defer c.Close()
 	_, err = c.Write(append(zmqcaptest.Greeting(), 0x06, 0, 0, 1, 0, 0, 0, 0, 0))
 	require.NoError(t, err)
+	tl := awaitDrop(t, drops)
+	assert.True(t, tl.Command)
+	assert.Equal(t, c.LocalAddr().String(), tl.Peer)
 	assert.True(t, closedByPeer(c))
 
 	goodPublisher(t, ep)
