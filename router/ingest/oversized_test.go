@@ -314,3 +314,23 @@ func TestOversizedWarningsAreRateLimited(t *testing.T) {
 	}
 	assert.Equal(t, 1, strings.Count(logs.String(), "over zmq_max_message_bytes"), logs.String())
 }
+
+// TestAHugeCommandInPlaceOfREADYIsCounted: the attack inside the
+// handshake, which zmq4 itself reports to no one, is counted too.
+func TestAHugeCommandInPlaceOfREADYIsCounted(t *testing.T) {
+	rec := newRecorder()
+	s, logs := guardedSubscriber(t, rec, 0)
+	addr := bindAny(t, s)
+	c, err := net.DialTimeout("tcp", addr, 5*time.Second)
+	require.NoError(t, err)
+	defer c.Close()
+	_, err = c.Write(append(zmqcaptest.Greeting(), 0x06, 0, 0, 1, 0, 0, 0, 0, 0)) // a long command, 2^40 bytes
+	require.NoError(t, err)
+	require.Eventually(t, func() bool { return s.Stats().Oversized.Load() == 1 }, 10*time.Second, 10*time.Millisecond)
+	assert.True(t, droppedByPeer(c))
+	assert.Contains(t, logs.String(), "command=true")
+
+	pub := realPublisher(t, "tcp://"+addr, true)
+	publish(t, pub, 0)
+	rec.waitFor(t, "a batch after the attack", func() bool { return len(rec.batches) == 1 })
+}
