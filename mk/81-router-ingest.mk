@@ -28,3 +28,4 @@ bench-router-ingest:
 fuzz-router-ingest:
 	$(GO) test -run '^$$' -fuzz '^FuzzDecodeBatch$$' -fuzztime 10s ./router/ingest
 	$(GO) test -run '^$$' -fuzz '^FuzzParseFrames$$' -fuzztime 10s ./router/ingest
+	$(GO) test -run '^$$' -fuzz '^FuzzGuard$$' -fuzztime 10s ./router/zmqcap

@@ -21,6 +21,7 @@
 //	verify/      the live engine doctor: one engine's stream, its ids' verdict, the fix
 //	snapshot/    the index and each engine's last seq on disk, atomically
 //	config/      the YAML config file and its flags
+//	zmqcap/      a cap on what a ZeroMQ peer may send, enforced before zmq4 allocates it
 //	eventplane/  router replicas sharing one event stream on NATS JetStream
 //	kvmock/      an engine simulator that behaves toward the router as vLLM does
 //	demo/        kvrouter demo: a kvmock fleet, a trace replayed once per policy, the table

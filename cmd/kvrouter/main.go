@@ -77,7 +77,7 @@ func newLogger(c config.Log, w io.Writer) *slog.Logger {
 // serveUntilDone serves until ctx ends, then shuts down gracefully: stop
 // accepting, drain requests, stop the subscribers, write the snapshot.
 func serveUntilDone(ctx context.Context, cfg config.Config, log *slog.Logger) error {
-	srv, err := serve.New(serve.Options{Config: cfg, Logger: log, NewIngest: newIngest})
+	srv, err := serve.New(serve.Options{Config: cfg, Logger: log, NewIngest: newIngest(cfg)})
 	if err != nil {
 		return err
 	}

@@ -35,6 +35,9 @@ type Config struct {
 	// BindTopics, when set, lists the topics that may register a worker
 	// on the bound endpoint: exact, or a prefix ending in "*" ("kv@*").
 	BindTopics []string `yaml:"bind_topics,omitempty"`
+	// ZMQMaxMessageBytes caps one ZeroMQ message from any peer (engines,
+	// anyone reaching bind); a peer over it is disconnected and counted.
+	ZMQMaxMessageBytes int64 `yaml:"zmq_max_message_bytes"`
 
 	Log      Log      `yaml:"log"`
 	Snapshot Snapshot `yaml:"snapshot"`
@@ -144,6 +147,11 @@ const (
 	DefaultReadHeaderTimeout = 10 * time.Second
 	DefaultReadBodyTimeout   = 30 * time.Second
 	DefaultIdleTimeout       = 120 * time.Second
+	// DefaultZMQMaxMessageBytes and MinZMQMaxMessageBytes are
+	// ingest.DefaultMaxMessageBytes (a few times the largest real batch:
+	// see there) and zmqcap.MinLimit (cmd/kvrouter's tests hold them equal).
+	DefaultZMQMaxMessageBytes = 64 << 20
+	MinZMQMaxMessageBytes     = 4096
 )
 
 // Default returns the configuration before the file and the flags. The
@@ -158,6 +166,8 @@ func Default() Config {
 		Limits:          defaultLimits(),
 		Security:        Security{MetricsAuth: AccessOpen, DashboardAuth: AccessOpen},
 		ShutdownTimeout: DefaultShutdownTimeout,
+
+		ZMQMaxMessageBytes: DefaultZMQMaxMessageBytes,
 	}
 }
 
@@ -173,6 +183,9 @@ func (c *Config) Validate() error {
 	}
 	if c.Bind != "" && !strings.Contains(c.Bind, "://") {
 		bad("bind: %q; want transport://address (tcp://*:5557)", c.Bind)
+	}
+	if c.ZMQMaxMessageBytes < MinZMQMaxMessageBytes || c.ZMQMaxMessageBytes > 1<<62 {
+		bad("zmq_max_message_bytes: %d; want %d..2^62", c.ZMQMaxMessageBytes, MinZMQMaxMessageBytes)
 	}
 	switch c.Log.Format {
 	case "text", "json":

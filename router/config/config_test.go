@@ -40,6 +40,7 @@ workers:
 	assert.Equal(t, "/tmp/x.snap", c.Snapshot.Path)
 	assert.InDelta(t, 0.5, c.Routing.OverlapScoreCredit, 0)
 	assert.InDelta(t, 1.0, c.Routing.PrefillLoadScale, 0, "default kept")
+	assert.Equal(t, int64(DefaultZMQMaxMessageBytes), c.ZMQMaxMessageBytes, "default kept")
 	require.Len(t, c.Workers, 2)
 	assert.Equal(t, 2, c.Workers[0].DPSize)
 	assert.Equal(t, uint64(2), c.Workers[1].WorkerID)
@@ -69,6 +70,8 @@ func TestParseErrors(t *testing.T) {
 		{"worker twice", "block_size: 16\nworkers: [{worker_id: 1, model: m}]\n",
 			[]string{"--worker", "id=1,model=m"}, "listed twice"},
 		{"bind without scheme", "", []string{"--block-size", "16", "--bind", "*:5557"}, "bind"},
+		{"zmq cap too small", "", []string{"--block-size", "16", "--zmq-max-message-bytes", "4095"}, "zmq_max_message_bytes"},
+		{"zmq cap too large", "block_size: 16\nzmq_max_message_bytes: 4611686018427387905\n", nil, "zmq_max_message_bytes"},
 		{"missing file", "", []string{"--config", "/nonexistent/kvrouter.yaml"}, "no such file"},
 	}
 	for _, tt := range tests {
@@ -85,7 +88,7 @@ func TestParseErrors(t *testing.T) {
 }
 
 func TestPrintedConfigLoadsBackTheSame(t *testing.T) {
-	p, err := Parse("kvrouter", []string{"--block-size", "16", "--index-media", "CPU, STORAGE",
+	p, err := Parse("kvrouter", []string{"--block-size", "16", "--index-media", "CPU, STORAGE", "--zmq-max-message-bytes", "1048576",
 		"--worker", "id=7,model=m,endpoint=tcp://127.0.0.1:5557,dp_size=2,topic=kv"}, &bytes.Buffer{})
 	require.NoError(t, err)
 	out, err := p.Config.YAML()
@@ -95,6 +98,7 @@ func TestPrintedConfigLoadsBackTheSame(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, p.Config, back)
 	assert.Equal(t, []string{"CPU", "STORAGE"}, back.Index.Media)
+	assert.Equal(t, int64(1<<20), back.ZMQMaxMessageBytes)
 }
 
 func TestEmptyFileIsTheDefaults(t *testing.T) {

@@ -72,6 +72,7 @@ func newFlagSet(name string, c *Config, p *Parsed, out io.Writer) *flag.FlagSet 
 	fs.StringVar(&c.BindModel, "bind-model", c.BindModel, "model of workers first seen on --bind whose topic names none")
 	fs.IntVar(&c.BindMaxWorkers, "bind-max-workers", c.BindMaxWorkers, "most workers --bind registers from topics (0: only registered workers' topics)")
 	fs.Var(listFlag{&c.BindTopics}, "bind-topics", "comma-separated topics that may register a worker on --bind: exact, or a prefix ending in * (empty: any)")
+	fs.Int64Var(&c.ZMQMaxMessageBytes, "zmq-max-message-bytes", c.ZMQMaxMessageBytes, "largest ZeroMQ message a peer may send (frames + 64 bytes each); a peer over it is disconnected")
 	fs.StringVar(&c.Log.Format, "log-format", c.Log.Format, "log format: text or json")
 	fs.StringVar(&c.Log.Level, "log-level", c.Log.Level, "log level: debug, info, warn, error")
 	fs.StringVar(&c.Snapshot.Path, "snapshot", c.Snapshot.Path, "snapshot file: loaded at start, written atomically every interval and on shutdown")

@@ -51,9 +51,13 @@ func (s *Subscriber) Bind(b Binding) (net.Addr, error) {
 	if s.bound != nil {
 		return nil, errors.New("ingest: an endpoint is already bound")
 	}
+	endpoint, err := s.capped(b.Endpoint)
+	if err != nil {
+		return nil, err
+	}
 	sock := zmq4.NewSub(s.ctx, zmq4.WithLogger(slog.NewLogLogger(s.opts.Logger.Handler(), slog.LevelDebug)))
 	_ = sock.SetOption(zmq4.OptionSubscribe, b.Topic)
-	if err := sock.Listen(b.Endpoint); err != nil {
+	if err := sock.Listen(endpoint); err != nil {
 		_ = sock.Close()
 		return nil, fmt.Errorf("ingest: bind %s: %w", b.Endpoint, err)
 	}
@@ -72,7 +76,8 @@ func (s *Subscriber) boundLoop(be *boundEndpoint) {
 			if s.ctx.Err() != nil {
 				return
 			}
-			// One engine's connection ended; the socket serves the others.
+			// One engine's connection ended (or was dropped for an
+			// oversized message: see onOversized); the socket serves the others.
 			s.stats.Disconnects.Add(1)
 			continue
 		}

@@ -17,11 +17,16 @@ func (s *Subscriber) dialLoop(st *stream) {
 	defer st.wg.Done()
 	backoff := s.opts.ReconnectMin
 	logger := slog.NewLogLogger(s.opts.Logger.Handler(), slog.LevelDebug)
+	endpoint, err := s.capped(st.src.Endpoint)
+	if err != nil { // New checked the cap: not reached
+		st.log.Error("kv event endpoint cannot be dialled", "error", err.Error())
+		return
+	}
 	for st.ctx.Err() == nil {
 		sock := zmq4.NewSub(st.ctx, zmq4.WithDialerMaxRetries(0),
 			zmq4.WithDialerTimeout(max(time.Second, s.opts.ReconnectMax)), zmq4.WithLogger(logger))
 		_ = sock.SetOption(zmq4.OptionSubscribe, st.src.Topic) // before Dial: sent on connect
-		if err := sock.Dial(st.src.Endpoint); err != nil {
+		if err := sock.Dial(endpoint); err != nil {
 			_ = sock.Close()
 			st.log.Debug("kv event endpoint not reachable; retrying", "error", err.Error(), "backoff", backoff.String())
 			if !sleep(st.ctx, backoff) {

@@ -14,7 +14,7 @@ type Collector struct {
 
 	messages, batches, duplicates, unknown, panics, queueWaits *prometheus.Desc
 	events, malformed, gaps, replays                           *prometheus.Desc
-	restarts, connects, disconnects                            *prometheus.Desc
+	restarts, connects, disconnects, oversized                 *prometheus.Desc
 	lastSeq, lag, connected, sourceBatches                     *prometheus.Desc
 }
 
@@ -40,6 +40,7 @@ func NewCollector(namespace string, stats *Stats) *Collector {
 		restarts:      desc("restarts_total", "Engine restarts (seq back to 0)."),
 		connects:      desc("connects_total", "Engine stream connections made."),
 		disconnects:   desc("disconnects_total", "Engine stream connections lost."),
+		oversized:     desc("oversized_messages_total", "ZeroMQ peers' connections dropped for a message over zmq_max_message_bytes."),
 		lastSeq:       desc("last_seq", "The last seq delivered per engine rank.", src...),
 		lag:           desc("lag_seconds", "Receive time minus the engine's batch timestamp, last batch, per engine rank.", src...),
 		connected:     desc("connected", "1 when the engine rank's stream is connected.", src...),
@@ -50,7 +51,7 @@ func NewCollector(namespace string, stats *Stats) *Collector {
 // Describe implements prometheus.Collector.
 func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{c.messages, c.batches, c.duplicates, c.unknown, c.panics, c.queueWaits,
-		c.events, c.malformed, c.gaps, c.replays, c.restarts, c.connects, c.disconnects,
+		c.events, c.malformed, c.gaps, c.replays, c.restarts, c.connects, c.disconnects, c.oversized,
 		c.lastSeq, c.lag, c.connected, c.sourceBatches} {
 		ch <- d
 	}
@@ -85,6 +86,7 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	counter(c.restarts, s.Restarts.Load())
 	counter(c.connects, s.Connects.Load())
 	counter(c.disconnects, s.Disconnects.Load())
+	counter(c.oversized, s.Oversized.Load())
 	for _, ss := range s.Sources() {
 		labels := []string{ss.Source.Model, strconv.FormatUint(ss.Source.WorkerID, 10), strconv.FormatUint(uint64(ss.Source.DPRank), 10)}
 		if ss.HaveSeq.Load() {

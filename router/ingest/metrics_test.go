@@ -14,6 +14,7 @@ func TestCollectorExportsTheStats(t *testing.T) {
 	s.events[BlockStored].Add(3)
 	s.countMalformed(ReasonTokenRange)
 	s.GapsLost.Add(2)
+	s.Oversized.Add(4)
 	ss := s.addSource(Source{Model: "llama", WorkerID: 7, DPRank: 1})
 	ss.LastSeq.Store(41)
 	ss.HaveSeq.Store(true)
@@ -46,6 +47,7 @@ func TestCollectorExportsTheStats(t *testing.T) {
 		"kvrouter_ingest_malformed_total,reason=token_range":          1,
 		"kvrouter_ingest_malformed_total,reason=frames":               0,
 		"kvrouter_ingest_gaps_total,outcome=lost":                     2,
+		"kvrouter_ingest_oversized_messages_total":                    4,
 		"kvrouter_ingest_last_seq,dp_rank=1,model=llama,worker_id=7":  41,
 		"kvrouter_ingest_connected,dp_rank=1,model=llama,worker_id=7": 1,
 	} {

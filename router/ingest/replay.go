@@ -25,13 +25,17 @@ func (st *stream) fetchReplay(from uint64) ([]replayReply, error) {
 	if st.replayEP == "" {
 		return nil, errNoReplay
 	}
+	endpoint, err := st.sub.capped(st.replayEP)
+	if err != nil {
+		return nil, err
+	}
 	timeout := st.sub.opts.ReplayTimeout
 	ctx, cancel := context.WithTimeout(st.ctx, timeout)
 	defer cancel()
 	dealer := zmq4.NewDealer(ctx, zmq4.WithDialerMaxRetries(0), zmq4.WithDialerTimeout(timeout),
 		zmq4.WithLogger(slog.NewLogLogger(st.sub.opts.Logger.Handler(), slog.LevelDebug)))
 	defer dealer.Close()
-	if err := dealer.Dial(st.replayEP); err != nil {
+	if err := dealer.Dial(endpoint); err != nil {
 		return nil, fmt.Errorf("replay endpoint %s: %w", st.replayEP, err)
 	}
 	if err := dealer.Send(zmq4.NewMsgFrom([]byte{}, seqBytes(from))); err != nil {

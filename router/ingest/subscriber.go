@@ -7,6 +7,8 @@ import (
 	"log/slog"
 	"sync"
 	"time"
+
+	"github.com/kvhash/kvhash/router/zmqcap"
 )
 
 // Options configure a Subscriber. Zero values take the defaults.
@@ -26,6 +28,12 @@ type Options struct {
 	// MaxReplayBatches caps how many batches one replay may return (the
 	// engine's buffer_steps; default 100,000): a bound on memory.
 	MaxReplayBatches int
+	// MaxMessageBytes caps one ZeroMQ message from any peer, its frames'
+	// bodies plus zmqcap.FrameOverhead a frame (default
+	// DefaultMaxMessageBytes; zmqcap.MinLimit..zmqcap.MaxLimit). A peer
+	// that sends more has its connection dropped before the message is
+	// read; the socket serves the others (Stats.Oversized).
+	MaxMessageBytes int64
 }
 
 func (o *Options) setDefaults() {
@@ -46,6 +54,9 @@ func (o *Options) setDefaults() {
 	}
 	if o.MaxReplayBatches <= 0 {
 		o.MaxReplayBatches = 100_000
+	}
+	if o.MaxMessageBytes == 0 {
+		o.MaxMessageBytes = DefaultMaxMessageBytes
 	}
 }
 
@@ -79,6 +90,9 @@ type Subscriber struct {
 	streams map[sourceKey]*stream
 	bound   *boundEndpoint
 	closed  bool
+
+	zcap      *zmqcap.Cap // every socket's cap on a peer's message
+	oversized oversizedLog
 }
 
 // New returns a Subscriber; it subscribes to nothing until Subscribe or
@@ -88,8 +102,14 @@ func New(opts Options) (*Subscriber, error) {
 		return nil, errors.New("ingest: Options.Handler is nil")
 	}
 	opts.setDefaults()
-	ctx, cancel := context.WithCancel(context.Background())
-	return &Subscriber{opts: opts, ctx: ctx, cancel: cancel, streams: make(map[sourceKey]*stream)}, nil
+	s := &Subscriber{opts: opts, streams: make(map[sourceKey]*stream)}
+	zcap, err := zmqcap.New(opts.MaxMessageBytes, s.onOversized)
+	if err != nil {
+		return nil, fmt.Errorf("ingest: Options.MaxMessageBytes: %w", err)
+	}
+	s.zcap = zcap
+	s.ctx, s.cancel = context.WithCancel(context.Background())
+	return s, nil
 }
 
 // Stats returns the live counters.
@@ -210,6 +230,7 @@ func (s *Subscriber) Close() error {
 	for _, st := range streams {
 		st.stop()
 	}
+	s.zcap.Close()
 	return nil
 }
 

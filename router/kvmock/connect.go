@@ -3,9 +3,12 @@ package kvmock
 import (
 	"context"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/go-zeromq/zmq4"
+
+	"github.com/kvhash/kvhash/router/zmqcap"
 )
 
 // How a connecting publisher watches its peer.
@@ -17,6 +20,24 @@ const (
 	// looks, or it never subscribes: then redialling costs nothing).
 	unsubscribedLimit = 2 * time.Second
 )
+
+// peerMessageCap caps what a peer may send kvmock's sockets: they only
+// ever receive subscriptions and replay requests, a few bytes each; a
+// peer that sends a larger message is disconnected (zmqcap) rather than
+// let zmq4 allocate whatever its frame header claims.
+const peerMessageCap = 64 << 10
+
+// peerCap is the one Cap of every kvmock socket in the process.
+var peerCap = sync.OnceValues(func() (*zmqcap.Cap, error) { return zmqcap.New(peerMessageCap, nil) })
+
+// capped is endpoint as kvmock's sockets dial or bind it.
+func capped(endpoint string) (string, error) {
+	c, err := peerCap()
+	if err != nil {
+		return "", err
+	}
+	return c.Endpoint(endpoint)
+}
 
 func newPubSocket(ctx context.Context) (zmq4.Socket, error) {
 	s := zmq4.NewPub(ctx, zmq4.WithLogger(discardLogger()), zmq4.WithDialerMaxRetries(0))
@@ -38,6 +59,11 @@ func newPubSocket(ctx context.Context) (zmq4.Socket, error) {
 func (p *Publisher) connectLoop(ctx, sockCtx context.Context) {
 	defer p.done.Done()
 	ep := p.cfg.EventsEndpoint
+	dialed, err := capped(ep)
+	if err != nil { // a constant cap: not reached
+		p.log.Error("kv events socket: cannot dial", "endpoint", ep, "err", err)
+		return
+	}
 	first := true
 	for ctx.Err() == nil {
 		p.pubMu.Lock()
@@ -56,7 +82,7 @@ func (p *Publisher) connectLoop(ctx, sockCtx context.Context) {
 			_ = old.Close()
 		}
 		first = false
-		if !dialUntil(ctx, sock, ep) {
+		if !dialUntil(ctx, sock, dialed) {
 			return
 		}
 		p.log.Info("kv events socket connected", "endpoint", ep)

@@ -69,7 +69,11 @@ func NewPublisher(cfg Config, log *slog.Logger) (*Publisher, error) {
 	}
 	p.pub = pub
 	if p.bound {
-		if err := p.pub.Listen(cfg.EventsEndpoint); err != nil {
+		ep, err := capped(cfg.EventsEndpoint)
+		if err == nil {
+			err = p.pub.Listen(ep)
+		}
+		if err != nil {
 			cancel()
 			_ = p.pub.Close()
 			return nil, fmt.Errorf("kv events socket: bind %s: %w", cfg.EventsEndpoint, err)

@@ -40,7 +40,11 @@ func newReplayServer(ctx context.Context, endpoint string, shape ReplayShape, to
 		buf:   buf,
 		log:   log,
 	}
-	if err := s.sock.Listen(endpoint); err != nil {
+	ep, err := capped(endpoint)
+	if err == nil {
+		err = s.sock.Listen(ep)
+	}
+	if err != nil {
 		_ = s.sock.Close()
 		return nil, fmt.Errorf("replay socket: bind %s: %w", endpoint, err)
 	}
