@@ -3,6 +3,7 @@ package epp
 import (
 	"encoding/json"
 	"errors"
+	"strconv"
 
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	extprocv3 "github.com/envoyproxy/go-control-plane/envoy/service/ext_proc/v3"
@@ -73,8 +74,29 @@ func continueRequestHeaders() *extprocv3.ProcessingResponse {
 	return &extprocv3.ProcessingResponse{Response: &extprocv3.ProcessingResponse_RequestHeaders{RequestHeaders: &extprocv3.HeadersResponse{}}}
 }
 
-func continueResponseHeaders() *extprocv3.ProcessingResponse {
-	return &extprocv3.ProcessingResponse{Response: &extprocv3.ProcessingResponse_ResponseHeaders{ResponseHeaders: &extprocv3.HeadersResponse{}}}
+// Response headers the picker adds, as the proxy does: which worker it
+// picked, at which endpoint.
+const (
+	HeaderWorker   = "x-kvrouter-worker"
+	HeaderEndpoint = "x-kvrouter-endpoint"
+	HeaderOverlap  = "x-kvrouter-overlap-blocks"
+)
+
+// pickedResponseHeaders passes the response headers on with the pick
+// added (nothing added for a request that was not picked).
+func pickedResponseHeaders(p pick, picked bool) *extprocv3.ProcessingResponse {
+	hr := &extprocv3.HeadersResponse{}
+	if picked {
+		set := func(k, v string) *corev3.HeaderValueOption {
+			return &corev3.HeaderValueOption{Header: &corev3.HeaderValue{Key: k, RawValue: []byte(v)},
+				AppendAction: corev3.HeaderValueOption_OVERWRITE_IF_EXISTS_OR_ADD}
+		}
+		hr.Response = &extprocv3.CommonResponse{HeaderMutation: &extprocv3.HeaderMutation{SetHeaders: []*corev3.HeaderValueOption{
+			set(HeaderWorker, strconv.FormatUint(p.Worker, 10)), set(HeaderEndpoint, p.Endpoint),
+			set(HeaderOverlap, strconv.FormatUint(uint64(p.Overlap), 10)),
+		}}}
+	}
+	return &extprocv3.ProcessingResponse{Response: &extprocv3.ProcessingResponse_ResponseHeaders{ResponseHeaders: hr}}
 }
 
 func continueBody(request bool) *extprocv3.ProcessingResponse {

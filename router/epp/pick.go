@@ -22,6 +22,7 @@ type pick struct {
 	RequestID string
 	Worker    uint64
 	Endpoint  string // the chosen worker's host:port
+	Overlap   uint32 // prompt blocks the chosen rank holds
 	// Answer is Endpoint then the fallbacks, comma-separated.
 	Answer string
 }
@@ -78,7 +79,7 @@ func (s *Server) decide(ctx context.Context, path string, body []byte, sub subse
 	if err != nil {
 		return pick{}, routeError(err, sub)
 	}
-	p := pick{RequestID: id, Worker: d.WorkerID, Endpoint: s.eps.addr(d.WorkerID)}
+	p := pick{RequestID: id, Worker: d.WorkerID, Endpoint: s.eps.addr(d.WorkerID), Overlap: d.OverlapBlocks}
 	if p.Endpoint == "" {
 		// Deregistered between the filter and now.
 		s.opts.Router.Free(id)

@@ -22,7 +22,7 @@ type responseTrack struct {
 
 func (x *exchange) onResponseHeaders(req *extprocv3.ProcessingRequest, h *extprocv3.HttpHeaders) error {
 	x.noteServed(req)
-	if err := x.send(continueResponseHeaders()); err != nil {
+	if err := x.send(pickedResponseHeaders(x.p, x.picked)); err != nil {
 		return err
 	}
 	if h.GetEndOfStream() {
