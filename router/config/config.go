@@ -34,6 +34,8 @@ type Config struct {
 	Limits   Limits   `yaml:"limits"`
 	// NATS: router replicas sharing one event plane (nats.go).
 	NATS NATS `yaml:"nats"`
+	// EPP: the gateway endpoint picker (epp.go).
+	EPP EPP `yaml:"epp"`
 
 	// ShutdownTimeout bounds the graceful drain of HTTP requests.
 	ShutdownTimeout time.Duration `yaml:"shutdown_timeout"`
@@ -185,6 +187,7 @@ func (c *Config) Validate() error {
 		bad("shutdown_timeout: %v; want > 0", c.ShutdownTimeout)
 	}
 	errs = append(errs, c.validateNATS()...)
+	errs = append(errs, c.validateEPP()...)
 	seen := map[uint64]bool{}
 	for i, w := range c.Workers {
 		if err := w.Validate(); err != nil {

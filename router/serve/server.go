@@ -18,6 +18,7 @@ import (
 
 	"github.com/kvhash/kvhash/core"
 	"github.com/kvhash/kvhash/router/config"
+	"github.com/kvhash/kvhash/router/epp"
 	"github.com/kvhash/kvhash/router/indexer"
 	"github.com/kvhash/kvhash/router/ingest"
 	"github.com/kvhash/kvhash/router/proxy"
@@ -47,6 +48,10 @@ type Server struct {
 	m      *metrics
 	routes http.Handler
 	px     *proxy.Proxy // the OpenAI proxy and dashboard in front of routes
+
+	// The gateway endpoint picker (--epp-listen; epp.go), or nil.
+	epp     *epp.Server
+	eppAddr net.Addr
 
 	// mu serializes registry changes (the indexer's registration and the
 	// subscriptions of its ranks move together) and guards endpoints.
@@ -131,6 +136,9 @@ func New(opts Options) (*Server, error) {
 	if err := s.attachProxy(); err != nil {
 		return nil, err
 	}
+	if err := s.attachEPP(); err != nil {
+		return nil, err
+	}
 	s.ready.config.Store(true)
 	return s, nil
 }
@@ -188,6 +196,9 @@ func (s *Server) Start() error {
 	}
 	s.ready.subscriptions.Store(true)
 	s.px.Start()
+	if err := s.startEPP(); err != nil {
+		return err
+	}
 	s.loops.Add(1)
 	go s.expiryLoop()
 	if s.cfg.Snapshot.Path != "" && s.cfg.Snapshot.Interval > 0 {
@@ -203,6 +214,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	var errs []error
 	s.stopOnce.Do(func() {
 		close(s.stop)
+		s.stopEPP()
 		_ = s.px.Close()
 		done := make(chan struct{})
 		go func() { s.loops.Wait(); close(done) }()
