@@ -4,6 +4,7 @@ import (
 	"net"
 	"net/url"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/kvhash/kvhash/router/indexer"
@@ -18,84 +19,75 @@ const (
 )
 
 // endpoints maps registered workers to the host:port of their base_url,
-// the address a gateway sends to, and back.
+// the address a gateway sends to, and back. Each rebuild is a new
+// immutable table, read without locks.
 type endpoints struct {
-	ix  *indexer.Indexer
-	now func() time.Time
+	ix      *indexer.Indexer
+	now     func() time.Time
+	cur     atomic.Pointer[addrTable]
+	rebuild sync.Mutex
+}
 
-	mu     sync.RWMutex
+type addrTable struct {
 	byID   map[uint64]string
 	byAddr map[string]uint64
 	built  time.Time
 }
 
 func newEndpoints(ix *indexer.Indexer, now func() time.Time) *endpoints {
-	return &endpoints{ix: ix, now: now}
+	e := &endpoints{ix: ix, now: now}
+	e.cur.Store(&addrTable{})
+	return e
 }
 
-// addr returns a worker's endpoint ("" when it has no usable base_url).
-func (e *endpoints) addr(id uint64) string {
-	e.fresh(false)
-	e.mu.RLock()
-	a, ok := e.byID[id]
-	e.mu.RUnlock()
-	if !ok && e.fresh(true) {
-		e.mu.RLock()
-		a = e.byID[id]
-		e.mu.RUnlock()
+// table returns the current table, rebuilt first when too old.
+func (e *endpoints) table() *addrTable {
+	t := e.cur.Load()
+	if e.now().Sub(t.built) < endpointsMaxAge {
+		return t
 	}
-	return a
+	return e.refresh(endpointsMaxAge)
 }
 
-// worker returns the worker serving at addr.
-func (e *endpoints) worker(addr string) (uint64, bool) {
-	e.fresh(false)
-	e.mu.RLock()
-	id, ok := e.byAddr[addr]
-	e.mu.RUnlock()
-	if !ok && e.fresh(true) {
-		e.mu.RLock()
-		id, ok = e.byAddr[addr]
-		e.mu.RUnlock()
-	}
-	return id, ok
-}
+// afterMiss returns a table rebuilt unless the current one is very fresh:
+// a lookup missed, maybe a worker registered a moment ago.
+func (e *endpoints) afterMiss() *addrTable { return e.refresh(endpointsMissEvery) }
 
-// all returns every worker's endpoint (a copy).
-func (e *endpoints) all() map[uint64]string {
-	e.fresh(false)
-	e.mu.RLock()
-	defer e.mu.RUnlock()
-	out := make(map[uint64]string, len(e.byID))
-	for id, a := range e.byID {
-		out[id] = a
-	}
-	return out
-}
-
-// fresh rebuilds the table when it is too old, or (miss) when a lookup
-// failed and the last rebuild is not too recent. It reports a rebuild.
-func (e *endpoints) fresh(miss bool) bool {
+func (e *endpoints) refresh(olderThan time.Duration) *addrTable {
+	e.rebuild.Lock()
+	defer e.rebuild.Unlock()
 	now := e.now()
-	e.mu.RLock()
-	age := now.Sub(e.built)
-	e.mu.RUnlock()
-	if age < endpointsMaxAge && (!miss || age < endpointsMissEvery) {
-		return false
+	if t := e.cur.Load(); now.Sub(t.built) < olderThan {
+		return t // rebuilt by another caller meanwhile
 	}
-	byID, byAddr := map[uint64]string{}, map[string]uint64{}
+	t := &addrTable{byID: map[uint64]string{}, byAddr: map[string]uint64{}, built: now}
 	for _, w := range e.ix.Workers() {
 		a, ok := hostPort(w.Spec.BaseURL)
 		if !ok {
 			continue
 		}
-		byID[w.Spec.WorkerID] = a
-		byAddr[a] = w.Spec.WorkerID
+		t.byID[w.Spec.WorkerID] = a
+		t.byAddr[a] = w.Spec.WorkerID
 	}
-	e.mu.Lock()
-	e.byID, e.byAddr, e.built = byID, byAddr, now
-	e.mu.Unlock()
-	return true
+	e.cur.Store(t)
+	return t
+}
+
+// addr returns a worker's endpoint ("" when it has no usable base_url).
+func (e *endpoints) addr(id uint64) string {
+	if a, ok := e.table().byID[id]; ok {
+		return a
+	}
+	return e.afterMiss().byID[id]
+}
+
+// worker returns the worker serving at addr.
+func (e *endpoints) worker(addr string) (uint64, bool) {
+	if id, ok := e.table().byAddr[addr]; ok {
+		return id, true
+	}
+	id, ok := e.afterMiss().byAddr[addr]
+	return id, ok
 }
 
 // hostPort is a base_url's host:port, the scheme's default port filled in.

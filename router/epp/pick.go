@@ -65,9 +65,16 @@ func (s *Server) decide(ctx context.Context, path string, body []byte, sub subse
 			return pick{}, asAPIError(err)
 		}
 	}
+	// One table for the whole pick; a worker it lacks (registered a
+	// moment ago) sends for a fresher one once.
+	tab, missed := s.eps.table(), false
 	eligible := func(id uint64) bool {
-		a := s.eps.addr(id)
-		return a != "" && sub.allows(a)
+		a, ok := tab.byID[id]
+		if !ok && !missed {
+			missed, tab = true, s.eps.afterMiss()
+			a, ok = tab.byID[id]
+		}
+		return ok && sub.allows(a)
 	}
 	if err := s.admit(pr.Model, eligible); err != nil {
 		return pick{}, err
@@ -150,7 +157,7 @@ func (s *Server) admit(model string, eligible func(uint64) bool) error {
 // probe through the gateway): any registered endpoint inside the subset,
 // in turn, carrying no load.
 func (s *Server) pickAny(sub subset) (pick, error) {
-	all := s.eps.all()
+	all := s.eps.table().byID
 	var ids []uint64
 	for id, a := range all {
 		if sub.allows(a) {

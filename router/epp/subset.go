@@ -48,20 +48,28 @@ func readSubset(md *corev3.Metadata) subset {
 		return subset{}
 	}
 	out := subset{set: true}
-	add := func(s string) {
-		for _, part := range strings.Split(s, ",") {
-			if p := strings.TrimSpace(part); p != "" {
-				out.addrs = append(out.addrs, p)
-			}
-		}
-	}
 	switch k := v.GetKind().(type) {
 	case *structpb.Value_StringValue:
-		add(k.StringValue)
+		out.add(k.StringValue)
 	case *structpb.Value_ListValue:
 		for _, e := range k.ListValue.GetValues() {
-			add(e.GetStringValue())
+			out.add(e.GetStringValue())
 		}
 	}
 	return out
+}
+
+// readSubsetString is a hint given as one comma-separated string.
+func readSubsetString(s string) subset {
+	out := subset{set: true}
+	out.add(s)
+	return out
+}
+
+func (s *subset) add(list string) {
+	for _, part := range strings.Split(list, ",") {
+		if p := strings.TrimSpace(part); p != "" {
+			s.addrs = append(s.addrs, p)
+		}
+	}
 }
