@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -145,6 +146,7 @@ type gateway struct {
 	ports     map[string]int // listener name -> port
 	adminPort int
 	tlsPort   int
+	proxyURL  string // kvrouter's own HTTP API and proxy
 }
 
 // startGateway starts the deployment for the Envoy tests, stopped at the
@@ -179,6 +181,9 @@ func startGateway(t testing.TB) *gateway {
 		}
 	})
 	g.srv = srv
+	proxy := httptest.NewServer(srv.Handler())
+	t.Cleanup(proxy.Close)
+	g.proxyURL = proxy.URL
 	for _, e := range g.engines {
 		require.Eventually(t, e.srv.Publisher.Subscribed, 10*time.Second, 10*time.Millisecond, "kvrouter never subscribed to %s", e.addr)
 	}

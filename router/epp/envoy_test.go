@@ -71,6 +71,11 @@ func TestEnvoy(t *testing.T) {
 		}
 	})
 
+	t.Run("a replayed trace's hit rate through the gateway is the proxy's", func(t *testing.T) {
+		g.t = t
+		testHitRateParity(t, g)
+	})
+
 	t.Run("the subset hint is honoured", func(t *testing.T) {
 		g.t = t
 		for _, name := range routed {
