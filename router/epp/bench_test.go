@@ -58,4 +58,3 @@ func quantiles(ds []time.Duration) (p50, p99 time.Duration) {
 }
 
 func us(d time.Duration) float64 { return float64(d.Nanoseconds()) / 1e3 }
-
