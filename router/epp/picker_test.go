@@ -76,6 +76,13 @@ func startPickerOnly(t *testing.T, opts epp.Options) *pickerOnly {
 // or an immediate response; the stream stays open until cancel.
 func (po *pickerOnly) exchange(t *testing.T, mode filterv3.ProcessingMode_BodySendMode, path, body string, subset []string) ([]*extprocv3.ProcessingResponse, context.CancelFunc) {
 	t.Helper()
+	_, got, cancel := po.open(t, mode, path, body, subset)
+	return got, cancel
+}
+
+// open is exchange with the stream, for the response path.
+func (po *pickerOnly) open(t *testing.T, mode filterv3.ProcessingMode_BodySendMode, path, body string, subset []string) (extprocv3.ExternalProcessor_ProcessClient, []*extprocv3.ProcessingResponse, context.CancelFunc) {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	st, err := po.client.Process(ctx)
 	require.NoError(t, err)
@@ -101,7 +108,7 @@ func (po *pickerOnly) exchange(t *testing.T, mode filterv3.ProcessingMode_BodySe
 		require.NoError(t, err)
 		got = append(got, r)
 		if r.GetImmediateResponse() != nil {
-			return got, cancel
+			return st, got, cancel
 		}
 	}
 	require.NoError(t, st.Send(&extprocv3.ProcessingRequest{Request: &extprocv3.ProcessingRequest_RequestBody{
@@ -111,7 +118,7 @@ func (po *pickerOnly) exchange(t *testing.T, mode filterv3.ProcessingMode_BodySe
 		require.NoError(t, err)
 		got = append(got, r)
 		if r.GetImmediateResponse() != nil || r.GetRequestBody() != nil {
-			return got, cancel
+			return st, got, cancel
 		}
 	}
 }
@@ -245,4 +252,80 @@ func TestPickerHealth(t *testing.T) {
 		require.NoError(t, err, svc)
 		assert.Equal(t, healthpb.HealthCheckResponse_SERVING, r.GetStatus(), svc)
 	}
+}
+
+func TestPickerResponsePath(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	po := startPickerOnly(t, epp.Options{Registerer: reg})
+	for _, c := range []struct {
+		name      string
+		served    func(pick string) string // the endpoint the gateway reports
+		elsewhere float64
+	}{
+		{"served where picked", func(p string) string { return p }, 0},
+		{"served elsewhere is counted", func(string) string { return "10.1.2.3:8000" }, 1},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			st, got, cancel := po.open(t, filterv3.ProcessingMode_FULL_DUPLEX_STREAMED, "/v1/completions", `{"model":"m","prompt":[1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17,18]}`, nil)
+			defer cancel()
+			pick := destination(got[0])
+			require.Equal(t, 1, po.srv.Router().Stats().ActiveRequests)
+			attrs, err := structpb.NewStruct(map[string]any{"upstream.address": c.served(pick)})
+			require.NoError(t, err)
+			require.NoError(t, st.Send(&extprocv3.ProcessingRequest{
+				Attributes: map[string]*structpb.Struct{"envoy.filters.http.ext_proc": attrs},
+				Request:    &extprocv3.ProcessingRequest_ResponseHeaders{ResponseHeaders: &extprocv3.HttpHeaders{Headers: &corev3.HeaderMap{}}},
+			}))
+			r, err := st.Recv()
+			require.NoError(t, err)
+			var added []string
+			for _, h := range r.GetResponseHeaders().GetResponse().GetHeaderMutation().GetSetHeaders() {
+				added = append(added, h.GetHeader().GetKey()+"="+string(h.GetHeader().GetRawValue()))
+			}
+			assert.Contains(t, added, epp.HeaderEndpoint+"="+pick)
+			// Cumulative over the cases, in order: 0, then 1.
+			assert.Equal(t, c.elsewhere, counter(t, reg, "kvrouter_epp_served_elsewhere_total"))
+
+			// The first chunk: prefill done; the chunk echoed back.
+			require.NoError(t, st.Send(&extprocv3.ProcessingRequest{Request: &extprocv3.ProcessingRequest_ResponseBody{
+				ResponseBody: &extprocv3.HttpBody{Body: []byte("data: 1\n\n")}}}))
+			r, err = st.Recv()
+			require.NoError(t, err)
+			assert.Equal(t, "data: 1\n\n", string(r.GetResponseBody().GetResponse().GetBodyMutation().GetStreamedResponse().GetBody()))
+			st0 := po.srv.Router().Stats()
+			require.Len(t, st0.Workers, 1)
+			assert.Zero(t, st0.Workers[0].PrefillTokens, "prefill done at the first chunk")
+			assert.Equal(t, 1, st0.ActiveRequests, "still decoding")
+			// The end of stream frees the load.
+			require.NoError(t, st.Send(&extprocv3.ProcessingRequest{Request: &extprocv3.ProcessingRequest_ResponseBody{
+				ResponseBody: &extprocv3.HttpBody{Body: []byte("data: [DONE]\n\n"), EndOfStream: true}}}))
+			r, err = st.Recv()
+			require.NoError(t, err)
+			assert.True(t, r.GetResponseBody().GetResponse().GetBodyMutation().GetStreamedResponse().GetEndOfStream())
+			assert.Equal(t, 0, po.srv.Router().Stats().ActiveRequests)
+		})
+	}
+}
+
+// counter reads a counter from a registry.
+func counter(t *testing.T, reg *prometheus.Registry, name string) float64 {
+	t.Helper()
+	mfs, err := reg.Gather()
+	require.NoError(t, err)
+	for _, mf := range mfs {
+		if mf.GetName() == name {
+			return mf.GetMetric()[0].GetCounter().GetValue()
+		}
+	}
+	return 0
+}
+
+func TestPickerFallbacks(t *testing.T) {
+	po := startPickerOnly(t, epp.Options{Fallbacks: 1})
+	got, cancel := po.exchange(t, filterv3.ProcessingMode_FULL_DUPLEX_STREAMED, "/v1/completions", `{"model":"m","prompt":[1,2,3]}`, nil)
+	defer cancel()
+	parts := strings.Split(destination(got[0]), ",")
+	require.Len(t, parts, 2, "the pick, then one fallback")
+	assert.NotEqual(t, parts[0], parts[1])
+	assert.ElementsMatch(t, po.addrs, parts)
 }
