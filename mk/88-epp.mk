@@ -14,7 +14,7 @@ epp-envoy: $(VENV_STAMP)
 # loopback, interleaved (added p50/p99 per request); the pick alone at
 # 128 ranks.
 bench-epp: $(VENV_STAMP)
-	KVHASH_REQUIRE_VENV=1 $(GO) test -run '^$$' -bench '^BenchmarkEnvoyHop$$' -benchtime 2000x -count 1 ./router/epp
+	KVHASH_REQUIRE_VENV=1 $(GO) test -run '^$$' -bench '^BenchmarkEnvoyHop$$' -benchtime 1000x -count 1 ./router/epp
 	$(GO) test -run '^$$' -bench '^BenchmarkPick$$' -benchtime 2s -cpu 1 -count 1 ./router/epp
 
 fuzz-epp:

@@ -201,8 +201,10 @@ func (x *exchange) release() {
 	}
 	x.resp.released = true
 	if x.p.RequestID != "" {
-		x.s.opts.Router.Free(x.p.RequestID)
+		// The in-flight count first: once the router shows the request
+		// gone, the saturation check sees it gone too.
 		x.s.flights.add(x.p.Worker, -1)
+		x.s.opts.Router.Free(x.p.RequestID)
 	}
 }
 
