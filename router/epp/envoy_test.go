@@ -43,6 +43,19 @@ func TestEnvoy(t *testing.T) {
 		require.Eventually(t, func() bool { return g.active() == 0 }, 5*time.Second, 10*time.Millisecond, "load released at each end of stream")
 	})
 
+	t.Run("a request without a body goes to a registered engine, carrying no load", func(t *testing.T) {
+		g.t = t
+		for _, name := range routed {
+			resp, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d/v1/models", g.ports[name]))
+			require.NoError(t, err)
+			_, _ = io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+			require.Equal(t, http.StatusOK, resp.StatusCode, name)
+			assert.Contains(t, g.engineAddrs(), resp.Header.Get("X-Test-Engine"), name)
+			assert.Equal(t, 0, g.active(), name)
+		}
+	})
+
 	t.Run("a client's destination header is overwritten", func(t *testing.T) {
 		g.t = t
 		admin := fmt.Sprintf("127.0.0.1:%d", g.adminPort)
