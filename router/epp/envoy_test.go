@@ -13,6 +13,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/kvhash/kvhash/router/route"
 )
 
 // TestEnvoy runs Envoy 1.40 -> kvrouter's picker -> kvmock engines on
@@ -74,12 +76,14 @@ func TestEnvoy(t *testing.T) {
 			p := prompt(100+i, 20*blockSize)
 			first := g.post(name, "/v1/completions", map[string]any{"model": model, "prompt": p, "max_tokens": 1}, nil)
 			require.Equal(t, http.StatusOK, first.status, "%s: %s", name, first.body)
-			// The engine's KV events reach the router within milliseconds.
-			var again answer
-			require.Eventually(t, func() bool {
-				again = g.post(name, "/v1/completions", map[string]any{"model": model, "prompt": p, "max_tokens": 1}, nil)
-				return again.status == http.StatusOK && again.overlap >= 19
-			}, 5*time.Second, 50*time.Millisecond, "%s: the router sees the first request's blocks", name)
+			// The engine's KV events reach the router within milliseconds:
+			// wait for them (asking the router, not sending the prompt
+			// again, which would cache it on a second engine meanwhile).
+			require.Eventually(t, func() bool { return g.cachedOn(p, 19) == first.engine }, 5*time.Second, 10*time.Millisecond,
+				"%s: the router sees the first request's blocks", name)
+			again := g.post(name, "/v1/completions", map[string]any{"model": model, "prompt": p, "max_tokens": 1}, nil)
+			require.Equal(t, http.StatusOK, again.status, "%s: %s", name, again.body)
+			assert.GreaterOrEqual(t, again.overlap, 19, name)
 			assert.Equal(t, first.engine, again.engine, name)
 		}
 	})
@@ -186,6 +190,26 @@ func (g *gateway) stream(name string, p []int, maxTokens int) (*http.Response, c
 	require.NoError(g.t, err)
 	require.Equal(g.t, http.StatusOK, resp.StatusCode)
 	return resp, cancel
+}
+
+// cachedOn is the engine whose rank the router sees holding at least
+// blocks of p's blocks ("" if none): a route asked and freed at once.
+func (g *gateway) cachedOn(p []int, blocks uint32) string {
+	toks := make([]uint32, len(p))
+	for i, v := range p {
+		toks[i] = uint32(v)
+	}
+	d, err := g.srv.Router().Route(route.Request{Model: model, TokenIDs: toks})
+	if err != nil {
+		return ""
+	}
+	g.srv.Router().Free(d.RequestID)
+	for _, c := range d.Candidates {
+		if c.OverlapBlocks >= blocks {
+			return g.engines[c.WorkerID-1].addr
+		}
+	}
+	return ""
 }
 
 // admin reads a page of Envoy's admin interface.

@@ -54,10 +54,11 @@ func (g *gateway) hitRate(t *testing.T, url string, trace [][]int) float64 {
 		resp.Body.Close()
 		prompt += out.Usage.PromptTokens
 		cached += out.Usage.Details.CachedTokens
-		// The engine's KV events (a batch every 5 ms step) reach the
-		// router before the next request on either path: the comparison
-		// is of routing, not of the events' race with the next request.
-		time.Sleep(20 * time.Millisecond)
+		// The engine's KV events reach the router before the next request
+		// on either path: the comparison is of routing, not of the
+		// events' race with the next request.
+		full := uint32(len(p) / blockSize)
+		require.Eventually(t, func() bool { return g.cachedOn(p, full) != "" }, 5*time.Second, 2*time.Millisecond)
 	}
 	require.Positive(t, prompt)
 	return float64(cached) / float64(prompt)
