@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 
 	"github.com/kvhash/kvhash/router/indexer"
@@ -28,6 +29,8 @@ type pick struct {
 }
 
 var nextRequestID atomic.Uint64
+
+var candidatePool = sync.Pool{New: func() any { return new([]route.Candidate) }}
 
 // completionPath reports whether path (with its query) is an OpenAI
 // completion the picker reads, and whether it is the chat flavour.
@@ -80,9 +83,14 @@ func (s *Server) decide(ctx context.Context, path string, body []byte, sub subse
 		return pick{}, err
 	}
 	id := "epp-" + strconv.FormatUint(nextRequestID.Add(1), 10)
-	d, err := s.opts.Router.Route(route.Request{
+	// The candidates' memory is reused pick after pick: they are read
+	// only here (the fallbacks).
+	buf := candidatePool.Get().(*[]route.Candidate)
+	defer candidatePool.Put(buf)
+	d, err := s.opts.Router.RouteAppend(*buf, route.Request{
 		Model: pr.Model, TokenIDs: tokens, CacheSalt: pr.CacheSalt, RequestID: id, Eligible: eligible,
 	})
+	*buf = d.Candidates
 	if err != nil {
 		return pick{}, routeError(err, sub)
 	}
