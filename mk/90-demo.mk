@@ -12,8 +12,8 @@ TEST_TARGETS += demo-test
 # The replays and the dashboard's browser test, without -race (go-test
 # runs the package with it, where they skip: the detector's slowdown
 # would be what they measure). Chromium comes from Debian's packages.
-demo-test: demo-chromium
-	$(GO) test -count=1 -run 'Replay|Dashboard' ./router/demo
+demo-test: demo-chromium $(VENV_STAMP)
+	KVHASH_REQUIRE_VENV=1 $(GO) test -count=1 -run 'Replay|Dashboard' ./router/demo
 
 # Installs Debian's chromium for the browser test when running as root
 # and none is on PATH; otherwise says why the test will skip.

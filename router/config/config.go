@@ -48,6 +48,8 @@ type Config struct {
 	NATS NATS `yaml:"nats"`
 	// Security: tokens, TLS, allowed engine networks (security.go).
 	Security Security `yaml:"security"`
+	// EPP: the gateway endpoint picker (epp.go).
+	EPP EPP `yaml:"epp"`
 
 	// ShutdownTimeout bounds the graceful drain of HTTP requests.
 	ShutdownTimeout time.Duration `yaml:"shutdown_timeout"`
@@ -237,6 +239,7 @@ func (c *Config) Validate() error {
 	}
 	errs = append(errs, c.validateNATS()...)
 	errs = append(errs, c.validateSecurity()...)
+	errs = append(errs, c.validateEPP()...)
 	seen := map[uint64]bool{}
 	for i, w := range c.Workers {
 		if err := w.Validate(); err != nil {

@@ -101,6 +101,10 @@ func newFlagSet(name string, c *Config, p *Parsed, out io.Writer) *flag.FlagSet 
 	fs.DurationVar(&c.NATS.ReplicaTimeout, "nats-replica-timeout", c.NATS.ReplicaTimeout, "a replica silent this long has its requests expired (0: 5s)")
 	fs.IntVar(&c.NATS.StreamReplicas, "nats-stream-replicas", c.NATS.StreamReplicas, "JetStream replication of the stream and buckets in a NATS cluster (0: 1)")
 	bindSecurityFlags(fs, c)
+	fs.StringVar(&c.EPP.Listen, "epp-listen", c.EPP.Listen, "serve the gateway endpoint picker (Envoy ext_proc, gRPC) here, e.g. 127.0.0.1:9002; empty: none")
+	fs.BoolVar(&c.EPP.TLS, "epp-tls", c.EPP.TLS, "serve the endpoint picker over TLS with a self-signed certificate (ALPN h2)")
+	fs.IntVar(&c.EPP.MaxInFlightPerWorker, "epp-max-in-flight", c.EPP.MaxInFlightPerWorker, "picker: 429 when every eligible worker has this many requests in flight (0: never)")
+	fs.IntVar(&c.EPP.Fallbacks, "epp-fallbacks", c.EPP.Fallbacks, "picker: endpoints after the pick in x-gateway-destination-endpoint, next cheapest first")
 	fs.Var(workerFlag{&c.Workers}, "worker", "register a worker: id=1,model=M,endpoint=tcp://h:5557[,replay_endpoint=...][,dp_size=N][,topic=T][,tenant=T][,base_url=U][,engine_hash=H] (repeatable)")
 	return fs
 }

@@ -43,6 +43,9 @@ type Options struct {
 	// Hold runs between the policies' runs and before kvrouter stops
 	// (--keep-running waits there); nil returns at once.
 	Hold func(r *Router)
+	// Gateway "envoy" replays kvrouter's policy through Envoy and
+	// kvrouter's endpoint picker (EnvoyBin), the baselines as before.
+	Gateway, EnvoyBin string
 }
 
 // Run runs the demo and returns one Result per policy.
@@ -51,11 +54,24 @@ func Run(ctx context.Context, o Options) ([]Result, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	rt, err := StartReplicas(RouterConfig(o.Listen, o.Engine.BlockSize), o.Replicas, log)
+	cfg := RouterConfig(o.Listen, o.Engine.BlockSize)
+	if o.Gateway != "" {
+		cfg.EPP.Listen = "127.0.0.1:0"
+	}
+	rt, err := StartReplicas(cfg, o.Replicas, log)
 	if err != nil {
 		return nil, err
 	}
 	defer rt.Stop()
+	var gw *gateway
+	if o.Gateway != "" {
+		if gw, err = startGateway(ctx, o, rt); err != nil {
+			return nil, err
+		}
+		defer gw.stop()
+		fmt.Fprintf(o.Out, "gateway: Envoy at %s asks kvrouter's endpoint picker (%s) where each of kvrouter's requests goes; the baselines go through the proxy\n",
+			gw.url, rt.Server.EPPAddr())
+	}
 	hc := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 512, MaxConnsPerHost: 0}}
 	defer hc.CloseIdleConnections()
 	api := &client{base: rt.URL, http: hc, token: rt.AdminToken}
@@ -93,7 +109,7 @@ func Run(ctx context.Context, o Options) ([]Result, error) {
 			}
 			rt.Server.Proxy().Stats().Reset()
 		}
-		res, err := runPolicy(ctx, o, rt, api, hc, f, pol, bodies)
+		res, err := runPolicy(ctx, o, rt, api, hc, f, pol, bodies, policyURL(rt, gw, pol))
 		if err != nil {
 			f.stop(ctx, api)
 			return results, err
@@ -224,7 +240,7 @@ func verified(d proxy.Dashboard, id uint64) bool {
 	return false
 }
 
-func runPolicy(ctx context.Context, o Options, rt *Router, api *client, hc *http.Client, f *fleet, pol proxy.Policy, bodies [][]byte) (Result, error) {
+func runPolicy(ctx context.Context, o Options, rt *Router, api *client, hc *http.Client, f *fleet, pol proxy.Policy, bodies [][]byte, url string) (Result, error) {
 	stats := rt.Server.Proxy().Stats()
 	stats.SetNote(fmt.Sprintf("replaying %s under %s", o.TraceName, pol))
 	var prog progress
@@ -283,7 +299,7 @@ func runPolicy(ctx context.Context, o Options, rt *Router, api *client, hc *http
 			}()
 		}
 	}
-	outs := replay(ctx, hc, rt.URL, pol, o.Trace, bodies, o.Speedup, &prog, at)
+	outs := replay(ctx, hc, url, pol, o.Trace, bodies, o.Speedup, &prog, at)
 	scenario.Wait()
 	if pol == proxy.PolicyKV && o.UnstableEngine >= 0 {
 		// Let the quarantine settle so the table shows the recovery.

@@ -49,6 +49,9 @@ type Request struct {
 	// router name it (the name is in the Decision).
 	RequestID string
 	Override  *Override
+	// Eligible, when set, keeps only the workers it accepts as candidates
+	// (a gateway's subset hint; workers a gateway cannot address).
+	Eligible func(workerID uint64) bool
 }
 
 // Candidate is one worker rank's score for a request.
@@ -161,6 +164,9 @@ func (r *Router) RouteAppend(dst []Candidate, req Request) (Decision, error) {
 	cands, err := r.ix.AppendCandidates(sc.cands[:0], key)
 	if err != nil {
 		return Decision{}, fmt.Errorf("route: %w", err)
+	}
+	if req.Eligible != nil {
+		cands = keepEligible(cands, req.Eligible)
 	}
 	sc.cands = cands
 	if len(cands) == 0 {

@@ -18,6 +18,7 @@ import (
 
 	"github.com/kvhash/kvhash/core"
 	"github.com/kvhash/kvhash/router/config"
+	"github.com/kvhash/kvhash/router/epp"
 	"github.com/kvhash/kvhash/router/indexer"
 	"github.com/kvhash/kvhash/router/ingest"
 	"github.com/kvhash/kvhash/router/internal/netguard"
@@ -50,6 +51,10 @@ type Server struct {
 	routes http.Handler
 	px     *proxy.Proxy       // the OpenAI proxy and dashboard in front of routes
 	nets   *netguard.Networks // where engines may live (base_url, endpoints)
+
+	// The gateway endpoint picker (--epp-listen; epp.go), or nil.
+	epp     *epp.Server
+	eppAddr net.Addr
 
 	// mu serializes registry changes (the indexer's registration and the
 	// subscriptions of its ranks move together) and guards endpoints.
@@ -141,6 +146,9 @@ func New(opts Options) (*Server, error) {
 		return nil, err
 	}
 	s.routes = s.guard(s.routes)
+	if err := s.attachEPP(); err != nil {
+		return nil, err
+	}
 	s.ready.config.Store(true)
 	return s, nil
 }
@@ -198,6 +206,9 @@ func (s *Server) Start() error {
 	}
 	s.ready.subscriptions.Store(true)
 	s.px.Start()
+	if err := s.startEPP(); err != nil {
+		return err
+	}
 	s.loops.Add(1)
 	go s.expiryLoop()
 	if s.cfg.Snapshot.Path != "" && s.cfg.Snapshot.Interval > 0 {
@@ -213,6 +224,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	var errs []error
 	s.stopOnce.Do(func() {
 		close(s.stop)
+		s.stopEPP()
 		_ = s.px.Close()
 		done := make(chan struct{})
 		go func() { s.loops.Wait(); close(done) }()
