@@ -36,8 +36,10 @@ type StepResult struct {
 	Generated   []string    // requests that produced a token (first tokens included)
 	Finished    []Finished  // requests that produced their last token (freed)
 	Preempted   []string    // requests sent back to waiting, their progress lost
-	Stored      []BlockStored
-	Removed     []uint64 // hashes evicted from the prefix cache, in order
+	// KV events. Evictions happen while the step allocates, stores after
+	// it computes: deliver (and replay) Removed before Stored.
+	Stored  []BlockStored
+	Removed []uint64 // hashes evicted from the prefix cache, in order
 }
 
 // Admission is a request's first scheduling.
