@@ -30,7 +30,7 @@ type routerPolicy struct {
 }
 
 func newRouterPolicy(name string, env Env, p route.Params) (*routerPolicy, error) {
-	rt, err := route.New(env.Indexer, route.Options{Params: &p, Seed: env.Seed, Now: env.Now})
+	rt, err := route.New(env.Indexer, route.Options{Params: &p, Seed: env.Seed, Now: env.Now, RequestTTL: env.RequestTTL})
 	if err != nil {
 		return nil, err
 	}

@@ -100,6 +100,10 @@ type Env struct {
 	// Now is the routers' clock (the simulator's virtual time); nil:
 	// time.Now.
 	Now func() time.Time
+	// RequestTTL: how long the production router counts a request never
+	// freed; zero: route.DefaultRequestTTL. (A simulator that frees every
+	// request sets it beyond its longest queue.)
+	RequestTTL time.Duration
 }
 
 // Factory builds a policy.
