@@ -6,6 +6,8 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"os"
+	"runtime/pprof"
 	"strconv"
 	"strings"
 	"time"
@@ -56,6 +58,7 @@ Flags:
 	parallel := fs.Int("parallel", 0, "runs at once (0: GOMAXPROCS)")
 	out := fs.String("out", "", "write results.json, results.txt and the SVG plots to this directory")
 	quiet := fs.Bool("q", false, "no progress on stderr")
+	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile (pprof) of the sweep to this file")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return 0
@@ -105,6 +108,19 @@ Flags:
 			fmt.Fprintf(stderr, "[%d/%d %5.1fs] load %.2f %-13s seed %d: TTFT p90 %.3fs, hit %.3f\n",
 				done, total, elapsed.Seconds(), r.Load, r.Policy, r.Seed, r.TTFTP90, r.HitRate)
 		}
+	}
+	if *cpuProfile != "" {
+		f, err := os.Create(*cpuProfile)
+		if err != nil {
+			fmt.Fprintf(stderr, "kvrouter sim: %v\n", err)
+			return 1
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			fmt.Fprintf(stderr, "kvrouter sim: %v\n", err)
+			return 1
+		}
+		defer pprof.StopCPUProfile()
 	}
 	res, err := sim.Run(ctx, cfg)
 	if err != nil {

@@ -81,6 +81,9 @@ type runner struct {
 	live    map[string]*request
 	out     outcomes
 	rows    []policy.Row
+	// record, when set (tests), hears every operation the router side
+	// performs, in order.
+	record func(op)
 	// scratch
 	local    []uint64
 	overlaps []indexer.Overlap
@@ -202,6 +205,9 @@ func (r *runner) arrived(q *mooncake.Request[float64], idx int) error {
 	if err != nil {
 		return fmt.Errorf("request %d: %s: %w", idx, r.spec.policy, err)
 	}
+	if r.record != nil {
+		r.record(op{kind: opRoute, id: id, tokens: toks, worker: r.engines[pick].worker})
+	}
 	out := max(1, q.OutputLength)
 	e := r.engines[pick]
 	if err := e.e.Add(engine.Request{ID: id, BlockHashes: seq, PromptTokens: q.InputLength, OutputTokens: out}); err != nil {
@@ -209,9 +215,7 @@ func (r *runner) arrived(q *mooncake.Request[float64], idx int) error {
 			return fmt.Errorf("request %d: %w", idx, err)
 		}
 		r.out.failed++
-		if r.tracker != nil {
-			r.tracker.Free(id)
-		}
+		r.free(id)
 		return nil
 	}
 	r.live[id] = &request{id: id, engine: pick, arrival: r.now, tokens: toks, outputWant: out, promptLen: q.InputLength}
@@ -260,6 +264,9 @@ func (r *runner) stepEnded(i int) error {
 		if r.tracker != nil {
 			r.tracker.PrefillDone(id)
 		}
+		if r.record != nil {
+			r.record(op{kind: opPrefillDone, id: id})
+		}
 	}
 	for _, id := range res.Generated {
 		if q := r.live[id]; q != nil {
@@ -276,9 +283,7 @@ func (r *runner) stepEnded(i int) error {
 		delete(r.live, f.ID)
 		e.requests--
 		e.tokens -= q.promptLen + q.generated
-		if r.tracker != nil {
-			r.tracker.Free(f.ID)
-		}
+		r.free(f.ID)
 	}
 	if !e.e.Idle() {
 		return r.startStep(i)
@@ -314,9 +319,41 @@ func (r *runner) publish(e *engineState, res *engine.StepResult) error {
 	}
 	r.batch = ingest.Batch{Seq: e.seq, Events: evs}
 	e.seq++
+	if r.record != nil {
+		r.record(op{kind: opEvents, worker: e.worker, batch: &r.batch})
+	}
 	r.ix.HandleBatch(ingest.Source{Model: model, WorkerID: e.worker.ID}, &r.batch)
 	return nil
 }
+
+// free ends a request's load in the policy's router.
+func (r *runner) free(id string) {
+	if r.tracker != nil {
+		r.tracker.Free(id)
+	}
+	if r.record != nil {
+		r.record(op{kind: opFree, id: id})
+	}
+}
+
+// op is one operation of the router side, for tests that replay a run
+// through the service.
+type op struct {
+	kind   opKind
+	id     string
+	tokens []uint32
+	worker core.Worker
+	batch  *ingest.Batch // valid during the call only
+}
+
+type opKind uint8
+
+const (
+	opEvents opKind = iota + 1
+	opRoute
+	opPrefillDone
+	opFree
+)
 
 // finish records a finished request's latencies.
 func (r *runner) finish(q *request, f engine.Finished) {

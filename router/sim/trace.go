@@ -17,14 +17,19 @@ const (
 
 // appendTokens appends a request's prompt: each hash id's 512 tokens (a
 // function of the id and the position alone), the last run cut to
-// input_length - 512*(len(hash_ids)-1).
+// input_length - 512*(len(hash_ids)-1). One mix gives two tokens, each
+// mapped onto the vocabulary by a multiply-shift (no division).
 func appendTokens(dst []uint32, q *mooncake.Request[float64]) []uint32 {
+	const span = vocab - firstToken
 	left := q.InputLength
 	for _, id := range q.HashIDs {
 		n := min(left, mooncake.BlockTokens)
-		for i := range n {
-			x := splitmix64(id<<9 | uint64(i))
-			dst = append(dst, firstToken+uint32(x%(vocab-firstToken)))
+		for i := 0; i < n; i += 2 {
+			x := splitmix64(id<<8 | uint64(i/2))
+			dst = append(dst, firstToken+uint32(uint64(uint32(x))*span>>32))
+			if i+1 < n {
+				dst = append(dst, firstToken+uint32((x>>32)*span>>32))
+			}
 		}
 		left -= n
 	}
