@@ -10,7 +10,7 @@ import (
 )
 
 // WriteDir writes the sweep to dir (created if needed): results.json,
-// results.txt (the table) and the plots (Plots). It returns the files
+// results.txt (the table), table.md (WriteMarkdown) and the plots (Plots). It returns the files
 // written.
 func WriteDir(dir string, res Results) ([]string, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
@@ -37,6 +37,13 @@ func WriteDir(dir string, res Results) ([]string, error) {
 		return nil, err
 	}
 	if err := write("results.txt", table.Bytes()); err != nil {
+		return nil, err
+	}
+	var md bytes.Buffer
+	if err := WriteMarkdown(&md, res); err != nil {
+		return nil, err
+	}
+	if err := write("table.md", md.Bytes()); err != nil {
 		return nil, err
 	}
 	plots := Plots(res)

@@ -49,7 +49,7 @@ func TestResultsJSONSchema(t *testing.T) {
 	dir := t.TempDir()
 	files, err := WriteDir(dir, res)
 	require.NoError(t, err)
-	assert.Len(t, files, 4)
+	assert.Len(t, files, 5)
 	b, err := os.ReadFile(filepath.Join(dir, "results.json"))
 	require.NoError(t, err)
 	var doc map[string]any
@@ -78,6 +78,10 @@ func TestResultsJSONSchema(t *testing.T) {
 	txt, err := os.ReadFile(filepath.Join(dir, "results.txt"))
 	require.NoError(t, err)
 	assert.Contains(t, string(txt), "pooled LRU")
+	md, err := os.ReadFile(filepath.Join(dir, "table.md"))
+	require.NoError(t, err)
+	assert.Contains(t, string(md), "| kvrouter |")
+	assert.Contains(t, string(md), "| load 0.8 |")
 }
 
 // A trace whose requests all share their first block (one system
