@@ -12,6 +12,7 @@ import (
 func (s *Server) attachProxy() error {
 	px, err := proxy.New(proxy.Options{
 		Indexer: s.ix, Router: s.rt, Logger: s.log, MaxBodyBytes: s.cfg.Limits.MaxBodyBytes,
+		DefaultPolicy: proxy.Policy(s.cfg.Routing.Policy),
 	})
 	if err != nil {
 		return fmt.Errorf("serve: %w", err)
