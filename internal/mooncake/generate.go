@@ -26,10 +26,11 @@ type GenerateOptions struct {
 }
 
 // DefaultGenerateOptions: 4,000 requests at 4 a second, half chat (a
-// 4-block system prompt, conversations of up to 24 blocks), half from 64
-// tenants with 12-block prefixes.
+// 4-block system prompt, conversations of up to 24 blocks), half from 200
+// tenants with 16-block prefixes (1.6 M tokens of prefixes: more than one
+// engine's cache holds, less than a fleet's).
 func DefaultGenerateOptions() GenerateOptions {
-	return GenerateOptions{Requests: 4000, RatePerSec: 4, ChatShare: 0.5, SystemBlocks: 4, Tenants: 64, TenantBlocks: 12, MaxOutput: 400}
+	return GenerateOptions{Requests: 4000, RatePerSec: 4, ChatShare: 0.5, SystemBlocks: 4, Tenants: 200, TenantBlocks: 16, MaxOutput: 400}
 }
 
 func (o GenerateOptions) withDefaults() GenerateOptions {
