@@ -24,7 +24,7 @@ import (
 type peers struct {
 	mu        sync.Mutex
 	instances map[peerKey]policy.Policy
-	tokens    map[uint64]int // in-flight prompt tokens per worker, every policy's
+	tokens    map[uint64]int // in-flight prompt tokens per worker, of the requests peer policies routed
 
 	// metrics: each engine's vLLM gauges, scraped from its base URL's
 	// /metrics beside the health check once a policy that reads them was

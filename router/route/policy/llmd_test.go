@@ -134,3 +134,20 @@ func TestLLMDPreciseReadsKVEvents(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, 1, i)
 }
+
+// Past 64 pods the index still matches every pod (the bit masks cover the
+// first 64; the rest look their own LRUs up).
+func TestLLMDApproxIndexBeyond64Pods(t *testing.T) {
+	x := newApproxIndex(10)
+	rows := make([]Row, 70)
+	for i := range rows {
+		rows[i].Worker = core.Worker{ID: uint64(i + 1)}
+		x.add([]uint64{uint64(i)}, rows[i].Worker) // pod i holds block i
+	}
+	x.add([]uint64{5, 1000}, rows[66].Worker)
+	got := x.match(nil, []uint64{5, 1000, 9999}, rows)
+	want := make([]int, 70)
+	want[5], want[66] = 1, 2
+	assert.Equal(t, want, got)
+	assert.Equal(t, []int(append(make([]int, 69), 1)), x.match(nil, []uint64{69}, rows), "the 70th pod's own block")
+}
