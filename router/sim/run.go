@@ -23,6 +23,9 @@ const model = "sim"
 // epoch is virtual time zero for the routers' clocks.
 var epoch = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 
+// tokenRunsCached: hash ids whose token runs a run keeps (4 MiB).
+const tokenRunsCached = 2048
+
 // maxZeroSteps: consecutive steps of no duration on one engine before a
 // run is declared stuck (an engine that cannot make progress).
 const maxZeroSteps = 10_000
@@ -84,6 +87,7 @@ type runner struct {
 	// record, when set (tests), hears every operation the router side
 	// performs, in order.
 	record func(op)
+	runs *tokenRuns
 	// scratch
 	local    []uint64
 	overlaps []indexer.Overlap
@@ -101,7 +105,7 @@ type outcomes struct {
 
 func newRunner(cfg *Config, spec runSpec, order []int, arrive []time.Duration) (*runner, error) {
 	bs := cfg.Engine.BlockSize
-	r := &runner{cfg: cfg, spec: spec, trace: order, arrive: arrive, live: map[string]*request{}}
+	r := &runner{cfg: cfg, spec: spec, trace: order, arrive: arrive, live: map[string]*request{}, runs: newTokenRuns(tokenRunsCached)}
 	ix, err := indexer.New(indexer.Options{BlockSize: bs, Mode: core.ModeWarn, Now: r.clock})
 	if err != nil {
 		return nil, err
@@ -182,7 +186,7 @@ func (r *runner) run(reqs []mooncake.Request[float64]) error {
 // arrived routes a request and hands it to the chosen engine.
 func (r *runner) arrived(q *mooncake.Request[float64], idx int) error {
 	id := "r" + strconv.Itoa(idx)
-	toks := appendTokens(make([]uint32, 0, q.InputLength), q)
+	toks := r.runs.appendTokens(make([]uint32, 0, q.InputLength), q)
 	var err error
 	r.local, err = r.ix.AppendPromptHashes(r.local[:0], toks, indexer.PromptOptions{})
 	if err != nil {

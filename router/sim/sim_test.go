@@ -150,3 +150,20 @@ func TestConfigValidate(t *testing.T) {
 		assert.ErrorContains(t, err, want)
 	}
 }
+
+// The token-run cache gives exactly the uncached tokens, through
+// evictions, and equal ids give equal tokens.
+func TestTokenRunsCacheIsTransparent(t *testing.T) {
+	c := newTokenRuns(3)
+	reqs := smallTrace(4, 50).Requests
+	for range 2 {
+		for i := range reqs {
+			assert.Equal(t, appendTokens(nil, &reqs[i]), c.appendTokens(nil, &reqs[i]))
+		}
+	}
+	a := appendTokens(nil, &mooncake.Request[float64]{InputLength: 1024, HashIDs: []uint64{7, 8}})
+	b := appendTokens(nil, &mooncake.Request[float64]{InputLength: 600, HashIDs: []uint64{7, 9}})
+	assert.Equal(t, a[:512], b[:512])
+	assert.NotEqual(t, a[512:600], b[512:600])
+	assert.Len(t, b, 600)
+}

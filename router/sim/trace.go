@@ -17,21 +17,68 @@ const (
 
 // appendTokens appends a request's prompt: each hash id's 512 tokens (a
 // function of the id and the position alone), the last run cut to
-// input_length - 512*(len(hash_ids)-1). One mix gives two tokens, each
-// mapped onto the vocabulary by a multiply-shift (no division).
+// input_length - 512*(len(hash_ids)-1).
 func appendTokens(dst []uint32, q *mooncake.Request[float64]) []uint32 {
-	const span = vocab - firstToken
 	left := q.InputLength
 	for _, id := range q.HashIDs {
 		n := min(left, mooncake.BlockTokens)
-		for i := 0; i < n; i += 2 {
-			x := splitmix64(id<<8 | uint64(i/2))
-			dst = append(dst, firstToken+uint32(uint64(uint32(x))*span>>32))
-			if i+1 < n {
-				dst = append(dst, firstToken+uint32((x>>32)*span>>32))
-			}
-		}
+		dst = appendRun(dst, id, n)
 		left -= n
+	}
+	return dst
+}
+
+// appendRun appends the first n tokens of id's run. One mix gives two
+// tokens, each mapped onto the vocabulary by a multiply-shift.
+func appendRun(dst []uint32, id uint64, n int) []uint32 {
+	const span = vocab - firstToken
+	for i := 0; i < n; i += 2 {
+		x := splitmix64(id<<8 | uint64(i/2))
+		dst = append(dst, firstToken+uint32(uint64(uint32(x))*span>>32))
+		if i+1 < n {
+			dst = append(dst, firstToken+uint32((x>>32)*span>>32))
+		}
+	}
+	return dst
+}
+
+// tokenRuns caches the runs of recently seen hash ids (a trace reuses its
+// prefixes), at most capacity of them, the oldest dropped first: memory
+// bounded, results identical to appendTokens.
+type tokenRuns struct {
+	capacity int
+	runs     map[uint64][]uint32
+	fifo     []uint64
+	next     int
+}
+
+func newTokenRuns(capacity int) *tokenRuns {
+	return &tokenRuns{capacity: capacity, runs: make(map[uint64][]uint32, capacity)}
+}
+
+// appendTokens is the package's appendTokens through the cache.
+func (c *tokenRuns) appendTokens(dst []uint32, q *mooncake.Request[float64]) []uint32 {
+	left := q.InputLength
+	for _, id := range q.HashIDs {
+		n := min(left, mooncake.BlockTokens)
+		left -= n
+		if n < mooncake.BlockTokens { // a request's cut last run: not cached
+			dst = appendRun(dst, id, n)
+			continue
+		}
+		run, ok := c.runs[id]
+		if !ok {
+			run = appendRun(make([]uint32, 0, mooncake.BlockTokens), id, mooncake.BlockTokens)
+			if len(c.fifo) < c.capacity {
+				c.fifo = append(c.fifo, id)
+			} else {
+				delete(c.runs, c.fifo[c.next])
+				c.fifo[c.next] = id
+				c.next = (c.next + 1) % c.capacity
+			}
+			c.runs[id] = run
+		}
+		dst = append(dst, run...)
 	}
 	return dst
 }
