@@ -87,7 +87,7 @@ type runner struct {
 	// record, when set (tests), hears every operation the router side
 	// performs, in order.
 	record func(op)
-	runs *tokenRuns
+	runs   *tokenRuns
 	// scratch
 	local    []uint64
 	overlaps []indexer.Overlap
