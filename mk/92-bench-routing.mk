@@ -18,3 +18,11 @@ bench-routing: $(KVROUTER)
 	    README.md > README.md.tmp && mv README.md.tmp README.md; \
 	done
 	@echo "README.md's routing tables updated from $(ROUTING_OUT)/*/table.md"
+
+TEST_TARGETS += sim-dynamo
+
+.PHONY: sim-dynamo
+# The simulator against Dynamo's own (DynoSim, from the wheel in the venv)
+# on the vendored trace: a missing venv is a failure here, not a skip.
+sim-dynamo: $(VENV_STAMP)
+	KVHASH_REQUIRE_VENV=1 $(GO) test -count=1 -run '^TestAgreesWithDynoSim$$' ./router/sim

@@ -1,6 +1,8 @@
 package sim
 
 import (
+	"os"
+	"testing"
 	"time"
 
 	"github.com/kvhash/kvhash/internal/mooncake"
@@ -26,4 +28,14 @@ func smallConfig(t Trace) Config {
 	cfg.Engine.MaxNumBatchedTokens = 2048
 	cfg.ScrapeInterval = 100 * time.Millisecond
 	return cfg
+}
+
+// skipOrFail skips a test whose tool is missing, unless
+// KVHASH_REQUIRE_VENV=1 makes the missing tool a failure.
+func skipOrFail(t *testing.T, format string, args ...any) {
+	t.Helper()
+	if os.Getenv("KVHASH_REQUIRE_VENV") == "1" {
+		t.Fatalf(format, args...)
+	}
+	t.Skipf(format, args...)
 }
