@@ -23,6 +23,8 @@ TEST_TARGETS += sim-dynamo
 
 .PHONY: sim-dynamo
 # The simulator against Dynamo's own (DynoSim, from the wheel in the venv)
-# on the vendored trace: a missing venv is a failure here, not a skip.
+# on the vendored trace: a missing venv is a failure here, not a skip;
+# then the replay script's types.
 sim-dynamo: $(VENV_STAMP)
 	KVHASH_REQUIRE_VENV=1 $(GO) test -count=1 -run '^TestAgreesWithDynoSim$$' ./router/sim
+	$(VENV)/bin/mypy --strict --no-error-summary --cache-dir $(BUILD)/mypy-cache-sim router/sim/testdata/dynosim_replay.py
