@@ -167,3 +167,17 @@ func TestTokenRunsCacheIsTransparent(t *testing.T) {
 	assert.NotEqual(t, a[512:600], b[512:600])
 	assert.Len(t, b, 600)
 }
+
+// One request replays at a rate scale; a load needs the trace's rate.
+func TestOneRequestTrace(t *testing.T) {
+	cfg := smallConfig(Trace{Name: "one", Requests: []mooncake.Request[float64]{{InputLength: 700, OutputLength: 5, HashIDs: []uint64{1, 2}}}})
+	_, err := Run(context.Background(), cfg)
+	require.ErrorContains(t, err, "at least two requests")
+	cfg.Loads, cfg.RateScales = nil, []float64{1}
+	res, err := Run(context.Background(), cfg)
+	require.NoError(t, err)
+	for _, r := range res.Rows {
+		assert.Zero(t, r.Failed, r.Policy)
+		assert.Equal(t, 1.0, r.Goodput, r.Policy)
+	}
+}

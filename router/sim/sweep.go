@@ -20,8 +20,10 @@ func Run(ctx context.Context, cfg Config) (Results, error) {
 	}
 	reqs := cfg.Trace.Requests
 	capacity := FleetPrefillCapacity(cfg.Engine, cfg.Engines)
+	// A load needs the trace's rate; rate scales do not (a one-request
+	// trace replays at --rate-scale, its load reported as 0).
 	offered, err := OfferedPrefillRate(reqs)
-	if err != nil {
+	if err != nil && len(cfg.Loads) > 0 {
 		return Results{}, err
 	}
 	bounds, err := ComputeBounds(cfg.Trace, cfg.Engine.BlockSize, cfg.Engines*cfg.Engine.NumBlocks)
