@@ -28,3 +28,9 @@ TEST_TARGETS += sim-dynamo
 sim-dynamo: $(VENV_STAMP)
 	KVHASH_REQUIRE_VENV=1 $(GO) test -count=1 -run '^TestAgreesWithDynoSim$$' ./router/sim
 	$(VENV)/bin/mypy --strict --no-error-summary --cache-dir $(BUILD)/mypy-cache-sim router/sim/testdata/dynosim_replay.py
+
+.PHONY: fuzz-sim
+# The simulator on cramped fleets and the proxy's /metrics parser, briefly.
+fuzz-sim:
+	$(GO) test -run '^$$' -fuzz '^FuzzRun$$' -fuzztime 10s ./router/sim
+	$(GO) test -run '^$$' -fuzz '^FuzzParseVLLMGauges$$' -fuzztime 10s ./router/proxy
