@@ -40,16 +40,12 @@ type runSpec struct {
 
 // request is one trace request in flight.
 type request struct {
-	id          string
-	engine      int
-	arrival     time.Duration
-	firstAt     time.Duration
-	hasFirst    bool
-	tokens      []uint32 // its prompt, until it ends (KV events carry them)
-	generated   int
-	outputWant  int
-	promptLen   int
-	preemptions int
+	arrival   time.Duration
+	firstAt   time.Duration
+	hasFirst  bool
+	tokens    []uint32 // its prompt, until it ends (KV events carry them)
+	generated int
+	promptLen int
 }
 
 // engineState is one engine of the fleet and what the router side knows
@@ -222,7 +218,7 @@ func (r *runner) arrived(q *mooncake.Request[float64], idx int) error {
 		r.free(id)
 		return nil
 	}
-	r.live[id] = &request{id: id, engine: pick, arrival: r.now, tokens: toks, outputWant: out, promptLen: q.InputLength}
+	r.live[id] = &request{arrival: r.now, tokens: toks, promptLen: q.InputLength}
 	e.requests++
 	e.tokens += q.InputLength
 	if !e.busy {
@@ -244,8 +240,8 @@ func (r *runner) startStep(i int) error {
 	} else {
 		e.zero = 0
 	}
-	e.busy, e.end = true, r.now+e.pending.Duration
-	heap.Push(&r.steps, stepEvent{at: e.end, engine: i})
+	e.busy = true
+	heap.Push(&r.steps, stepEvent{at: r.now + e.pending.Duration, engine: i})
 	return nil
 }
 
