@@ -120,15 +120,27 @@ func Register(name string, f Factory) {
 	registry[name] = f
 }
 
-// Names lists the registered policies: kvrouter first, then by name.
+// tableOrder is the order reports list policies in: kvrouter's, the
+// peers', the blind baselines; policies registered later follow by name.
+var tableOrder = []string{KVRouter, Dynamo, LLMD, LLMDPrecise, SGLang, RoundRobin, Random, LeastLoaded}
+
+// Names lists the registered policies in report order: kvrouter, the
+// peers' (dynamo, llmd, llmd-precise, sglang), the blind baselines, then
+// any other by name.
 func Names() []string {
+	rank := func(n string) int {
+		if i := slices.Index(tableOrder, n); i >= 0 {
+			return i
+		}
+		return len(tableOrder)
+	}
 	out := make([]string, 0, len(registry))
 	for n := range registry {
 		out = append(out, n)
 	}
 	sort.Slice(out, func(i, j int) bool {
-		if (out[i] == KVRouter) != (out[j] == KVRouter) {
-			return out[i] == KVRouter
+		if ri, rj := rank(out[i]), rank(out[j]); ri != rj {
+			return ri < rj
 		}
 		return out[i] < out[j]
 	})

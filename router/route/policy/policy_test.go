@@ -8,7 +8,7 @@ import (
 )
 
 func TestEveryIssuePolicyIsRegistered(t *testing.T) {
-	assert.Equal(t, []string{KVRouter, Dynamo, LeastLoaded, LLMD, LLMDPrecise, Random, RoundRobin, SGLang}, Names())
+	assert.Equal(t, []string{KVRouter, Dynamo, LLMD, LLMDPrecise, SGLang, RoundRobin, Random, LeastLoaded}, Names())
 	for _, n := range Names() {
 		f := newFleet(t, 1)
 		p, err := New(n, f.env(1))
