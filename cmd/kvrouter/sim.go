@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime"
 	"runtime/pprof"
 	"strconv"
 	"strings"
@@ -59,6 +60,7 @@ Flags:
 	out := fs.String("out", "", "write results.json, results.txt and the SVG plots to this directory")
 	quiet := fs.Bool("q", false, "no progress on stderr")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile (pprof) of the sweep to this file")
+	memProfile := fs.String("memprofile", "", "write a heap profile (pprof, allocations included) at the end of the sweep to this file")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return 0
@@ -122,10 +124,19 @@ Flags:
 		}
 		defer pprof.StopCPUProfile()
 	}
+	if *memProfile != "" {
+		runtime.MemProfileRate = 64 << 10
+	}
 	res, err := sim.Run(ctx, cfg)
 	if err != nil {
 		fmt.Fprintf(stderr, "kvrouter sim: %v\n", err)
 		return 1
+	}
+	if *memProfile != "" {
+		if err := writeHeapProfile(*memProfile); err != nil {
+			fmt.Fprintf(stderr, "kvrouter sim: %v\n", err)
+			return 1
+		}
 	}
 	if err := sim.WriteTable(stdout, res); err != nil {
 		fmt.Fprintf(stderr, "kvrouter sim: %v\n", err)
@@ -140,6 +151,18 @@ Flags:
 		fmt.Fprintf(stdout, "\nwrote %s\n", strings.Join(files, ", "))
 	}
 	return 0
+}
+
+func writeHeapProfile(path string) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if err := pprof.Lookup("allocs").WriteTo(f, 0); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
 }
 
 // simTrace reads the trace a --trace value names.

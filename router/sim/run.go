@@ -40,12 +40,11 @@ type runSpec struct {
 
 // request is one trace request in flight.
 type request struct {
+	line      *mooncake.Request[float64] // its trace line: its tokens, made again when needed
 	arrival   time.Duration
 	firstAt   time.Duration
 	hasFirst  bool
-	tokens    []uint32 // its prompt, until it ends (KV events carry them)
 	generated int
-	promptLen int
 }
 
 // engineState is one engine of the fleet and what the router side knows
@@ -85,6 +84,8 @@ type runner struct {
 	record func(op)
 	runs   *tokenRuns
 	// scratch
+	toks     []uint32 // the prompt being routed
+	pubToks  []uint32 // the token ids of a batch's stores
 	local    []uint64
 	overlaps []indexer.Overlap
 	batch    ingest.Batch
@@ -182,7 +183,8 @@ func (r *runner) run(reqs []mooncake.Request[float64]) error {
 // arrived routes a request and hands it to the chosen engine.
 func (r *runner) arrived(q *mooncake.Request[float64], idx int) error {
 	id := "r" + strconv.Itoa(idx)
-	toks := r.runs.appendTokens(make([]uint32, 0, q.InputLength), q)
+	toks := r.runs.appendTokens(r.toks[:0], q)
+	r.toks = toks
 	var err error
 	r.local, err = r.ix.AppendPromptHashes(r.local[:0], toks, indexer.PromptOptions{})
 	if err != nil {
@@ -218,7 +220,7 @@ func (r *runner) arrived(q *mooncake.Request[float64], idx int) error {
 		r.free(id)
 		return nil
 	}
-	r.live[id] = &request{arrival: r.now, tokens: toks, promptLen: q.InputLength}
+	r.live[id] = &request{line: q, arrival: r.now}
 	e.requests++
 	e.tokens += q.InputLength
 	if !e.busy {
@@ -282,7 +284,7 @@ func (r *runner) stepEnded(i int) error {
 		r.finish(q, f)
 		delete(r.live, f.ID)
 		e.requests--
-		e.tokens -= q.promptLen + q.generated
+		e.tokens -= q.line.InputLength + q.generated
 		r.free(f.ID)
 	}
 	if !e.e.Idle() {
@@ -303,14 +305,24 @@ func (r *runner) publish(e *engineState, res *engine.StepResult) error {
 	if len(res.Removed) > 0 {
 		evs = append(evs, ingest.Event{Kind: ingest.BlockRemoved, BlockHashes: res.Removed})
 	}
+	// Every store's tokens into one buffer first, sliced once it is whole
+	// (appending could move it).
+	toks := r.pubToks[:0]
 	for k := range res.Stored {
 		s := &res.Stored[k]
 		q := r.live[s.RequestID]
 		if q == nil {
 			return fmt.Errorf("engine %d stored blocks of unknown request %q", e.worker.ID, s.RequestID)
 		}
-		ev := ingest.Event{Kind: ingest.BlockStored, BlockHashes: s.Hashes, BlockSize: bs,
-			TokenIDs: q.tokens[s.FirstBlock*bs : (s.FirstBlock+len(s.Hashes))*bs]}
+		toks = r.runs.appendRange(toks, q.line, s.FirstBlock*bs, (s.FirstBlock+len(s.Hashes))*bs)
+	}
+	r.pubToks = toks
+	at := 0
+	for k := range res.Stored {
+		s := &res.Stored[k]
+		n := len(s.Hashes) * bs
+		ev := ingest.Event{Kind: ingest.BlockStored, BlockHashes: s.Hashes, BlockSize: bs, TokenIDs: toks[at : at+n : at+n]}
+		at += n
 		if s.HasParent {
 			p := s.Parent
 			ev.ParentHash = &p
@@ -341,7 +353,7 @@ func (r *runner) free(id string) {
 type op struct {
 	kind   opKind
 	id     string
-	tokens []uint32
+	tokens []uint32 // valid during the call only
 	worker core.Worker
 	batch  *ingest.Batch // valid during the call only
 }

@@ -56,29 +56,37 @@ func newTokenRuns(capacity int) *tokenRuns {
 	return &tokenRuns{capacity: capacity, runs: make(map[uint64][]uint32, capacity)}
 }
 
+// run returns id's whole run of 512 tokens (a request's last, cut run is
+// its prefix: tokens depend on the id and the position alone).
+func (c *tokenRuns) run(id uint64) []uint32 {
+	if run, ok := c.runs[id]; ok {
+		return run
+	}
+	run := appendRun(make([]uint32, 0, mooncake.BlockTokens), id, mooncake.BlockTokens)
+	if len(c.fifo) < c.capacity {
+		c.fifo = append(c.fifo, id)
+	} else {
+		delete(c.runs, c.fifo[c.next])
+		c.fifo[c.next] = id
+		c.next = (c.next + 1) % c.capacity
+	}
+	c.runs[id] = run
+	return run
+}
+
 // appendTokens is the package's appendTokens through the cache.
 func (c *tokenRuns) appendTokens(dst []uint32, q *mooncake.Request[float64]) []uint32 {
-	left := q.InputLength
-	for _, id := range q.HashIDs {
-		n := min(left, mooncake.BlockTokens)
-		left -= n
-		if n < mooncake.BlockTokens { // a request's cut last run: not cached
-			dst = appendRun(dst, id, n)
-			continue
-		}
-		run, ok := c.runs[id]
-		if !ok {
-			run = appendRun(make([]uint32, 0, mooncake.BlockTokens), id, mooncake.BlockTokens)
-			if len(c.fifo) < c.capacity {
-				c.fifo = append(c.fifo, id)
-			} else {
-				delete(c.runs, c.fifo[c.next])
-				c.fifo[c.next] = id
-				c.next = (c.next + 1) % c.capacity
-			}
-			c.runs[id] = run
-		}
-		dst = append(dst, run...)
+	return c.appendRange(dst, q, 0, q.InputLength)
+}
+
+// appendRange appends the prompt's tokens [from, to): a request's tokens
+// are made again when needed (a stored block's event carries them), not
+// kept while it is in flight.
+func (c *tokenRuns) appendRange(dst []uint32, q *mooncake.Request[float64], from, to int) []uint32 {
+	const bt = mooncake.BlockTokens
+	for k := from / bt; k*bt < to && k < len(q.HashIDs); k++ {
+		lo, hi := max(from, k*bt)-k*bt, min(to, (k+1)*bt)-k*bt
+		dst = append(dst, c.run(q.HashIDs[k])[lo:hi]...)
 	}
 	return dst
 }
