@@ -135,7 +135,7 @@ func (e *Engine) Abort(id string) bool {
 		s.blocks = s.blocks[:0]
 		s.running = false
 	} else {
-		e.waiting.remove(s)
+		e.waiting.remove(s) // its blocks are only a prefix hit's: no references held
 	}
 	e.stats.Aborted++
 	return true

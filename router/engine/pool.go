@@ -24,10 +24,13 @@ type pool struct {
 	byHash     map[uint64]int32
 	head, tail int32
 	nFree      int
+	// gen changes whenever byHash does: a waiting request's prefix hit,
+	// computed at an earlier generation, is still valid at the same one.
+	gen uint64
 }
 
 func newPool(n int) *pool {
-	p := &pool{blocks: make([]block, n), byHash: make(map[uint64]int32), head: noBlock, tail: noBlock}
+	p := &pool{blocks: make([]block, n), byHash: make(map[uint64]int32), head: noBlock, tail: noBlock, gen: 1}
 	for i := range p.blocks {
 		p.pushTail(int32(i))
 	}
@@ -62,22 +65,6 @@ func (p *pool) unlink(i int32) {
 	p.nFree--
 }
 
-// cachedPrefix is how many leading hashes (at most limit) the cache holds,
-// and how many of those blocks sit in the free queue.
-func (p *pool) cachedPrefix(hashes []uint64, limit int) (hits, freeHits int) {
-	for hits < limit && hits < len(hashes) {
-		i, ok := p.byHash[hashes[hits]]
-		if !ok {
-			break
-		}
-		if p.blocks[i].free {
-			freeHits++
-		}
-		hits++
-	}
-	return hits, freeHits
-}
-
 // touch takes a reference on cached block i (a prefix hit).
 func (p *pool) touch(i int32) {
 	b := &p.blocks[i]
@@ -97,6 +84,7 @@ func (p *pool) alloc() (i int32, evicted uint64, wasCached bool) {
 		evicted, wasCached = b.hash, true
 		delete(p.byHash, b.hash)
 		b.cached = false
+		p.gen++
 	}
 	b.refs = 1
 	return i, evicted, wasCached
@@ -113,6 +101,7 @@ func (p *pool) cache(i int32, h uint64) bool {
 	}
 	b.hash, b.cached = h, true
 	p.byHash[h] = i
+	p.gen++
 	return true
 }
 
@@ -136,6 +125,7 @@ func (p *pool) reset() {
 		p.blocks[i].cached = false
 	}
 	clear(p.byHash)
+	p.gen++
 }
 
 func (p *pool) used() int { return len(p.blocks) - p.nFree }

@@ -37,9 +37,11 @@ type seq struct {
 	generated   int     // tokens sampled so far
 	computed    int     // tokens whose KV is computed (since the last admission)
 	prefillDone bool    // computed has reached the sequence's length since admission
-	blocks      []int32 // block table: blocks[k] holds tokens of block k
-	stored      int     // blocks [0, stored) are hits or were offered to the cache
-	sched       int     // tokens scheduled in the current step
+	blocks      []int32 // block table: blocks[k] holds tokens of block k; while waiting, the prefix hit's blocks
+	hitGen      uint64  // the pool generation blocks was computed at while waiting (0: none)
+	hitLimit    int
+	stored      int // blocks [0, stored) are hits or were offered to the cache
+	sched       int // tokens scheduled in the current step
 
 	everAdmitted bool
 	firstToken   bool

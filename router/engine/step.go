@@ -90,7 +90,7 @@ func (e *Engine) scheduleWaiting(budget *int) {
 	for e.waiting.len() > 0 && len(e.running) < e.cfg.MaxNumSeqs && *budget > 0 {
 		s := e.waiting.front()
 		total := s.length()
-		hits, freeHits := e.pool.cachedPrefix(s.hashes, (total-1)/bs)
+		hits, freeHits := e.prefixHit(s, (total-1)/bs)
 		want := total - hits*bs
 		if want > *budget {
 			if !e.cfg.EnableChunkedPrefill {
@@ -103,11 +103,10 @@ func (e *Engine) scheduleWaiting(budget *int) {
 			return // no overtaking: the head waits for blocks
 		}
 		e.waiting.popFront()
-		for k := range hits {
-			i := e.pool.byHash[s.hashes[k]]
+		for _, i := range s.blocks { // the hit blocks, from prefixHit
 			e.pool.touch(i)
-			s.blocks = append(s.blocks, i)
 		}
+		s.hitGen = 0
 		s.computed, s.stored = hits*bs, hits
 		e.allocate(s, need)
 		s.running, s.prefillDone = true, false
@@ -124,6 +123,31 @@ func (e *Engine) scheduleWaiting(budget *int) {
 			e.res.Admitted = append(e.res.Admitted, Admission{ID: s.id, CachedTokens: s.cachedTokens})
 		}
 	}
+}
+
+// prefixHit is how many of s's leading blocks (at most limit) the cache
+// holds, and how many of those are free. A waiting request's block table
+// holds its hit blocks, reused while the cache's contents have not changed,
+// so that a head of queue waiting for blocks costs no map lookups a step.
+func (e *Engine) prefixHit(s *seq, limit int) (hits, freeHits int) {
+	p := e.pool
+	if s.hitGen != p.gen || s.hitLimit != limit {
+		s.blocks = s.blocks[:0]
+		for len(s.blocks) < limit && len(s.blocks) < len(s.hashes) {
+			i, ok := p.byHash[s.hashes[len(s.blocks)]]
+			if !ok {
+				break
+			}
+			s.blocks = append(s.blocks, i)
+		}
+		s.hitGen, s.hitLimit = p.gen, limit
+	}
+	for _, i := range s.blocks {
+		if p.blocks[i].free {
+			freeHits++
+		}
+	}
+	return len(s.blocks), freeHits
 }
 
 // grow gives s blocks for its first tokens tokens, or reports that too few
@@ -158,6 +182,7 @@ func (e *Engine) allocate(s *seq, n int) {
 func (e *Engine) preempt(s *seq) {
 	e.pool.release(s.blocks)
 	s.blocks = s.blocks[:0]
+	s.hitGen = 0
 	s.running, s.prefillDone = false, false
 	s.computed, s.stored, s.sched = 0, 0, 0
 	s.preemptions++
