@@ -8,8 +8,8 @@ import (
 
 // WriteMarkdown writes the sweep as one Markdown table for a README: a
 // row per policy, a column per load, each cell "TTFT p90 / hit rate /
-// goodput" (means over seeds), under a line with the trace, the fleet and
-// the bounds.
+// goodput" (means over seeds, TTFT p90 with its 95 % interval when there
+// are several), under a line with the trace, the fleet and the bounds.
 func WriteMarkdown(w io.Writer, res Results) error {
 	var loads []float64
 	var policies []string
@@ -30,8 +30,8 @@ func WriteMarkdown(w io.Writer, res Results) error {
 	}
 	s := res.Setup
 	var b strings.Builder
-	fmt.Fprintf(&b, "%s; %d engines x %d blocks of %d tokens (profile %s), %d seed(s). Bounds: infinite cache hit %.3f, pooled LRU hit %.3f. Cells: TTFT p90 (s) / prefix hit rate / goodput (TTFT <= %gs and TPOT <= %gms).\n\n",
-		res.Trace, res.Engines, s.NumBlocks, s.BlockSize, s.Profile, s.Seeds, res.Bounds.InfiniteHitRate, res.Bounds.PooledLRUHitRate, s.SLOTTFTS, s.SLOTPOTS*1000)
+	fmt.Fprintf(&b, "%s; %d engines x %d blocks of %d tokens (profile %s), %d seed(s). Bounds: infinite cache hit %.3f, pooled LRU hit %.3f. Cells: TTFT p90 (s%s) / prefix hit rate / goodput (TTFT <= %gs and TPOT <= %gms), means over the seeds.\n\n",
+		res.Trace, res.Engines, s.NumBlocks, s.BlockSize, s.Profile, s.Seeds, res.Bounds.InfiniteHitRate, res.Bounds.PooledLRUHitRate, ciNote(s.Seeds), s.SLOTTFTS, s.SLOTPOTS*1000)
 	b.WriteString("| policy |")
 	for _, l := range loads {
 		fmt.Fprintf(&b, " load %.1f |", l)
@@ -49,12 +49,23 @@ func WriteMarkdown(w io.Writer, res Results) error {
 				b.WriteString(" |")
 				continue
 			}
-			fmt.Fprintf(&b, " %s / %.2f / %.2f |", seconds(c.Mean["ttft_p90_s"]), c.Mean["hit_rate"], c.Mean["goodput"])
+			ttft := seconds(c.Mean["ttft_p90_s"])
+			if c.Seeds > 1 {
+				ttft += " ± " + seconds(c.CI95["ttft_p90_s"])
+			}
+			fmt.Fprintf(&b, " %s / %.2f / %.2f |", ttft, c.Mean["hit_rate"], c.Mean["goodput"])
 		}
 		b.WriteString("\n")
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+func ciNote(seeds int) string {
+	if seeds > 1 {
+		return ", ± the 95 % interval's half-width"
+	}
+	return ""
 }
 
 // seconds prints a time with three significant digits.

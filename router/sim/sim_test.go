@@ -181,3 +181,14 @@ func TestOneRequestTrace(t *testing.T) {
 		assert.Equal(t, 1.0, r.Goodput, r.Policy)
 	}
 }
+
+// With several seeds the README table gives TTFT p90's interval.
+func TestMarkdownIntervals(t *testing.T) {
+	res := Results{Trace: "t", Engines: 1, Setup: Setup{Seeds: 3, SLOTTFTS: 2, SLOTPOTS: .05},
+		Rows:    []Row{{Policy: "p", Load: 0.5}},
+		Summary: []Cell{{Policy: "p", Load: 0.5, Seeds: 3, Mean: map[string]float64{"ttft_p90_s": 1.5, "hit_rate": .5, "goodput": .9}, CI95: map[string]float64{"ttft_p90_s": 0.25}}}}
+	var b bytes.Buffer
+	require.NoError(t, WriteMarkdown(&b, res))
+	assert.Contains(t, b.String(), "| p | 1.50 ± 0.250 / 0.50 / 0.90 |")
+	assert.Contains(t, b.String(), "± the 95 % interval's half-width")
+}
