@@ -23,6 +23,8 @@
 //	snapshot/    the index and each engine's last seq on disk, atomically
 //	config/      the YAML config file and its flags
 //	eventplane/  router replicas sharing one event stream on NATS JetStream
+//	engine/      a clock-free model of one vLLM V1 engine: scheduler, KV blocks and prefix
+//	             cache, preemption, step times (Dynamo's mocker profile); kvmock and sim run it
 //	kvmock/      an engine simulator that behaves toward the router as vLLM does
 //	demo/        kvrouter demo: a kvmock fleet, a trace replayed once per policy, the table
 //	sim/         kvrouter sim: policies against simulated engines on a virtual clock, through
