@@ -158,8 +158,11 @@ type liveReq struct {
 }
 
 func (l *liveReq) timings() Timings {
+	// A driver running behind the wall clock may start a step before a
+	// request's (wall-clock) arrival: the queue is then 0 and the prefill
+	// still the model's, from the step's start.
 	queue := max(0, l.admitted-l.arrival)
-	prefill := l.firstToken - max(l.admitted, l.arrival)
+	prefill := l.firstToken - l.admitted
 	return Timings{
 		PromptTokens: len(l.req.Prompt),
 		CachedTokens: l.cached,
