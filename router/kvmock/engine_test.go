@@ -240,3 +240,41 @@ func TestEngineRunsTheMockerProfile(t *testing.T) {
 	assert.InDelta(t, p.PrefillMs(100), res.Timings.TTFTMs, 0.001)
 	assert.Zero(t, res.Timings.QueueMs)
 }
+
+func TestEnginePreemptsWhenKVRunsOutAndStillFinishes(t *testing.T) {
+	cfg := testConfig()
+	cfg.NumBlocks = 6 // two 8-token prompts growing to 18 tokens cannot both fit
+	cfg.Speedup = 1
+	cfg.DecodeTimePerToken = 10 * time.Millisecond
+	e, sink := newTestEngine(t, cfg)
+	results := make(chan Result, 2)
+	for _, start := range []int{1, 500} {
+		go func() {
+			res, err := e.Generate(context.Background(), GenRequest{Prompt: seqTokens(start, 8), MaxTokens: 10}, func(Token, Timings) error { return nil })
+			assert.NoError(t, err)
+			results <- res
+		}()
+	}
+	for range 2 {
+		assert.Len(t, (<-results).Tokens, 10)
+	}
+	st := e.State()
+	assert.Positive(t, st.Stats.Preemptions, "the newer request was preempted")
+	assert.Equal(t, st.Cache.NumBlocks, st.Cache.FreeBlocks)
+
+	// The events replay into the cache the engine holds.
+	cached := map[Digest]bool{}
+	for _, ev := range sink.take() {
+		for _, d := range ev.Digests {
+			switch ev.Kind {
+			case EventBlockStored:
+				require.False(t, cached[d], "stored twice")
+				cached[d] = true
+			case EventBlockRemoved:
+				require.True(t, cached[d], "removed before stored")
+				delete(cached, d)
+			}
+		}
+	}
+	assert.Len(t, cached, st.Cache.CachedBlocks)
+}
