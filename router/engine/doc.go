@@ -95,4 +95,10 @@
 // the mocker's numbers stand). Profiles are small JSON files
 // (profiles/*.json; LoadProfile), so a profile measured on a real vLLM
 // can replace the default.
+//
+// Checked against Dynamo's own simulator (DynoSim, the mocker engine): on
+// the Mooncake synthetic trace, 8 engines, round robin at 1x arrivals,
+// this model gives DynoSim's prefix reuse (0.112) and TTFT mean and p90
+// (302 ms, 791 ms); router/sim's dynosim test and
+// docs/guides/routing-benchmark.md keep the comparison.
 package engine
