@@ -1,9 +1,10 @@
 # make bench-routing: routing quality on a virtual clock (kvrouter sim,
 # router/sim; docs/guides/routing-benchmark.md). Every policy at five
 # loads on 8 engines, over the vendored Mooncake synthetic trace and a
-# generated one, three seeds each; results, tables and plots go to docs/figures/routing/,
-# and the tables into the README between their markers. A few minutes on
-# two cores: a standalone target, not part of make bench.
+# generated one, three seeds each; results, tables and plots go to
+# docs/figures/routing/, and the tables into the README between their
+# markers. A few minutes on two cores: a standalone target, not part of
+# make bench.
 .PHONY: bench-routing
 
 ROUTING_OUT := docs/figures/routing

@@ -50,7 +50,7 @@ func WriteMarkdown(w io.Writer, res Results) error {
 				continue
 			}
 			ttft := seconds(c.Mean["ttft_p90_s"])
-			if c.Seeds > 1 {
+			if c.Seeds > 1 && c.CI95["ttft_p90_s"] > 0 { // none: every seed gave the same
 				ttft += " ± " + seconds(c.CI95["ttft_p90_s"])
 			}
 			fmt.Fprintf(&b, " %s / %.2f / %.2f |", ttft, c.Mean["hit_rate"], c.Mean["goodput"])
@@ -63,7 +63,7 @@ func WriteMarkdown(w io.Writer, res Results) error {
 
 func ciNote(seeds int) string {
 	if seeds > 1 {
-		return ", ± the 95 % interval's half-width"
+		return ", ± the 95 % interval's half-width over the seeds where they differ"
 	}
 	return ""
 }
