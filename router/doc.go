@@ -9,7 +9,8 @@
 //	             model, worker states (live, degraded, quarantined), stability guardrails,
 //	             verification of engines' own block ids (enginehash)
 //	route/       choosing a worker: Dynamo's cost over overlap and active load, temperature,
-//	             the active requests and their expiry
+//	             the active requests and their expiry; route/policy: every policy by name
+//	             (kvrouter's, the peers' formulas, the blind baselines) over one row of inputs
 //	serve/       the HTTP API (kvrouter's own, Dynamo's standalone indexer's), metrics,
 //	             health, snapshots on a timer, the wiring of every step
 //	proxy/       the OpenAI-compatible front door: completions forwarded to the chosen
@@ -23,7 +24,11 @@
 //	config/      the YAML config file and its flags
 //	zmqcap/      a cap on what a ZeroMQ peer may send, enforced before zmq4 allocates it
 //	eventplane/  router replicas sharing one event stream on NATS JetStream
+//	engine/      a clock-free model of one vLLM V1 engine: scheduler, KV blocks and prefix
+//	             cache, preemption, step times (Dynamo's mocker profile); kvmock and sim run it
 //	kvmock/      an engine simulator that behaves toward the router as vLLM does
 //	demo/        kvrouter demo: a kvmock fleet, a trace replayed once per policy, the table
+//	sim/         kvrouter sim: policies against simulated engines on a virtual clock, through
+//	             the production indexer and router; bounds, tables, results.json, plots
 //	tests/       end-to-end tests and the router's benchmarks
 package router

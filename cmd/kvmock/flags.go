@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/kvhash/kvhash/router/engine"
 	"github.com/kvhash/kvhash/router/kvmock"
 )
 
@@ -76,9 +77,11 @@ func parseFlags(args []string, out io.Writer) (options, error) {
 	dpRank := fs.Uint("dp-rank", 0, "data_parallel_rank written in every batch (one rank per process; run one kvmock per rank)")
 	kvEventsConfig := fs.String("kv-events-config", "", "vLLM's --kv-events-config JSON (endpoint, replay_endpoint, topic, buffer_steps), overriding the flags above")
 
-	fs.Float64Var(&c.PrefillTokensPerSec, "prefill-tokens-per-sec", c.PrefillTokensPerSec, "uncached prompt tokens computed per simulated second (one prefill lane per engine)")
-	decodeMs := fs.Float64("decode-ms-per-token", float64(c.DecodeTimePerToken)/float64(time.Millisecond), "simulated milliseconds per generated token (every running request decodes in parallel)")
-	fs.IntVar(&c.MaxRunning, "max-running", c.MaxRunning, "batch capacity: requests running at once (the rest wait in arrival order)")
+	fs.Float64Var(&c.PrefillTokensPerSec, "prefill-tokens-per-sec", c.PrefillTokensPerSec, "uncached prompt tokens computed per simulated second: a step's prefill time (without --profile)")
+	decodeMs := fs.Float64("decode-ms-per-token", float64(c.DecodeTimePerToken)/float64(time.Millisecond), "simulated milliseconds a decoding step adds (every running request decodes one token per step; without --profile)")
+	profile := fs.String("profile", "", "an engine timing profile (JSON, router/engine/profiles: \"dynamo-mocker\" names the built-in one, Dynamo's mocker polynomials) replacing the two rates above")
+	fs.IntVar(&c.MaxRunning, "max-running", c.MaxRunning, "vLLM's --max-num-seqs: requests running at once (the rest wait in arrival order)")
+	fs.IntVar(&c.MaxNumBatchedTokens, "max-num-batched-tokens", c.MaxNumBatchedTokens, "vLLM's --max-num-batched-tokens: tokens computed per step (longer prompts are prefilled in chunks)")
 	fs.Float64Var(&c.Speedup, "speedup", c.Speedup, "simulated time runs this many times faster than the wall clock (reported times stay simulated)")
 
 	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
@@ -106,6 +109,18 @@ func parseFlags(args []string, out io.Writer) (options, error) {
 	}
 	c.DPRank = uint32(*dpRank)
 	c.DecodeTimePerToken = time.Duration(*decodeMs * float64(time.Millisecond))
+	switch *profile {
+	case "":
+	case "dynamo-mocker":
+		p := engine.DefaultProfile()
+		c.Profile = &p
+	default:
+		p, err := engine.LoadProfile(*profile)
+		if err != nil {
+			return o, fmt.Errorf("--profile: %w", err)
+		}
+		c.Profile = &p
+	}
 	if *kvEventsConfig != "" {
 		if err := applyKVEventsConfig(c, *kvEventsConfig); err != nil {
 			return o, err

@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/kvhash/kvhash/router/engine"
 	"github.com/kvhash/kvhash/router/kvmock"
 )
 
@@ -66,6 +67,19 @@ func TestParseFlags(t *testing.T) {
 		{"events disabled", []string{"--kv-events-config", `{"enable_kv_cache_events": false}`}, func(t *testing.T, o options) {
 			assert.Empty(t, o.cfg.EventsEndpoint)
 		}},
+		{"the rates' timing by default", nil, func(t *testing.T, o options) {
+			assert.Nil(t, o.cfg.Profile)
+			assert.Equal(t, 8192, o.cfg.MaxNumBatchedTokens)
+		}},
+		{"Dynamo's mocker timing", []string{"--profile", "dynamo-mocker", "--max-num-batched-tokens", "2048"}, func(t *testing.T, o options) {
+			require.NotNil(t, o.cfg.Profile)
+			assert.Equal(t, engine.DefaultProfile(), *o.cfg.Profile)
+			assert.Equal(t, 2048, o.cfg.MaxNumBatchedTokens)
+		}},
+		{"a profile file", []string{"--profile", "../../router/engine/profiles/dynamo-mocker.json"}, func(t *testing.T, o options) {
+			require.NotNil(t, o.cfg.Profile)
+			assert.Equal(t, "dynamo-mocker", o.cfg.Profile.Name)
+		}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -98,6 +112,8 @@ func TestParseFlagsRejects(t *testing.T) {
 		{"bad log level", []string{"--log-level", "loud"}, "log-level"},
 		{"LoRA named like the model", []string{"--model", "m", "--lora-modules", "m"}, "LoRA module"},
 		{"LoRA twice", []string{"--lora-modules", "a,a"}, "LoRA module"},
+		{"missing profile", []string{"--profile", "/nonexistent/p.json"}, "--profile"},
+		{"zero token budget", []string{"--max-num-batched-tokens", "0"}, "max num batched tokens"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

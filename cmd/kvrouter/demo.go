@@ -37,7 +37,7 @@ Flags:
 		fs.PrintDefaults()
 	}
 	trace := fs.String("trace", "", "Mooncake-format trace (JSONL); default "+defaultTrace+" when present, else a generated one")
-	sample := fs.Int("sample", 0, "keep 1 prefix family in K (families: requests sharing a first hash_id); 0: the K that leaves at most 600 requests")
+	sample := fs.Int("sample", 0, "keep 1 prefix family in K (a family: the requests sharing their first hash_id that at most half the trace shares); 0: the K that leaves at most 600 requests")
 	requests := fs.Int("requests", 0, "then keep only the first N requests (0: all)")
 	engines := fs.Int("engines", 8, "kvmock engines")
 	speedup := fs.Float64("speedup", 80, "arrivals compressed and the engines' simulated time run this many times faster")

@@ -39,6 +39,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if len(args) > 0 && args[0] == "demo" {
 		return runDemo(ctx, args[1:], stdout, stderr)
 	}
+	if len(args) > 0 && args[0] == "sim" {
+		return runSim(ctx, args[1:], stdout, stderr)
+	}
 	p, err := config.Parse("kvrouter", args, stderr)
 	if errors.Is(err, flag.ErrHelp) {
 		return 0

@@ -3,9 +3,10 @@
 // "hash_ids"}, where each hash id stands for a block of 512 prompt tokens
 // and requests that share a prefix share its leading hash ids.
 //
-// The core index benchmarks (core/internal/indexbench) and kvrouter's demo
-// (router/demo) replay the same traces; this is their one reader, so a
-// line one accepts the other accepts too.
+// The core index benchmarks (core/internal/indexbench), kvrouter's demo
+// (router/demo) and its simulator (router/sim) replay the same traces;
+// this is their one reader, so a line one accepts the others accept too.
+// Generate makes traces of the same format for tests and benchmarks.
 package mooncake
 
 import "fmt"

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/kvhash/kvhash/router/internal/netguard"
+	"github.com/kvhash/kvhash/router/route/policy"
 )
 
 // Config is the effective configuration of one kvrouter process. The
@@ -102,6 +103,9 @@ type Routing struct {
 	Temperature        float64 `yaml:"temperature"`
 	// RequestTTL: a routed request never freed stops counting after it.
 	RequestTTL time.Duration `yaml:"request_ttl"`
+	// Policy: the proxy's policy when a request's X-Kvrouter-Policy
+	// header names none ("": kvrouter; any router/route/policy name).
+	Policy string `yaml:"policy,omitempty"`
 }
 
 // Limits bound what one HTTP request may ask.
@@ -227,6 +231,9 @@ func (c *Config) Validate() error {
 	}
 	if c.Routing.RequestTTL <= 0 {
 		bad("routing.request_ttl: %v; want > 0", c.Routing.RequestTTL)
+	}
+	if p := c.Routing.Policy; p != "" && p != "kv" && !policy.Known(p) {
+		bad("routing.policy: %q; want one of %s", p, strings.Join(policy.Names(), ", "))
 	}
 	if c.Limits.MaxBodyBytes <= 0 {
 		bad("limits.max_body_bytes: %d; want > 0", c.Limits.MaxBodyBytes)

@@ -25,7 +25,7 @@ listen: 127.0.0.1:9000
 block_size: 32
 log: {format: json, level: debug}
 snapshot: {path: /tmp/x.snap, interval: 30s}
-routing: {overlap_score_credit: 0.5, temperature: 0.1}
+routing: {overlap_score_credit: 0.5, temperature: 0.1, policy: sglang}
 workers:
   - {worker_id: 1, model: m, endpoint: "tcp://127.0.0.1:5557", dp_size: 2}
 `)
@@ -41,6 +41,7 @@ workers:
 	assert.InDelta(t, 0.5, c.Routing.OverlapScoreCredit, 0)
 	assert.InDelta(t, 1.0, c.Routing.PrefillLoadScale, 0, "default kept")
 	assert.Equal(t, int64(DefaultZMQMaxMessageBytes), c.ZMQMaxMessageBytes, "default kept")
+	assert.Equal(t, "sglang", c.Routing.Policy, "from the file")
 	require.Len(t, c.Workers, 2)
 	assert.Equal(t, 2, c.Workers[0].DPSize)
 	assert.Equal(t, uint64(2), c.Workers[1].WorkerID)
@@ -59,6 +60,8 @@ func TestParseErrors(t *testing.T) {
 		{"unknown nested key", "block_size: 16\nlog: {colour: red}\n", nil, "field colour not found"},
 		{"wrong type", "block_size: sixteen\n", nil, "sixteen"},
 		{"bad duration", "block_size: 16\nsnapshot: {interval: soon}\n", nil, "soon"},
+		{"unknown policy", "block_size: 16\nrouting: {policy: fastest}\n", nil, `routing.policy: "fastest"`},
+		{"unknown policy flag", "", []string{"--block-size", "16", "--policy", "nope"}, `routing.policy: "nope"`},
 		{"two documents", "block_size: 16\n---\nblock_size: 8\n", nil, "more than one"},
 		{"bad log format", "", []string{"--block-size", "16", "--log-format", "xml"}, "log.format"},
 		{"bad mode", "", []string{"--block-size", "16", "--stability-mode", "strict"}, "stability_mode"},

@@ -126,20 +126,41 @@ func (e *Expander) Tokens(q Request) []uint32 {
 	return out
 }
 
-// SampleFamilies keeps the requests whose first hash_id is a multiple of
-// k: whole prefix families (a conversation's turns, the users of one
-// system prompt) are kept or dropped together, so the reuse within each
-// family is as in the full trace, at 1/k of its load. Timestamps are
-// kept: the sample spans the trace's time.
+// SampleFamilies keeps 1 prefix family in k: whole families (a
+// conversation's turns, the users of one document) are kept or dropped
+// together, so the reuse within each family is as in the full trace, at
+// 1/k of its load. A request's family is named by its first hash_id that
+// at most half of the trace's requests hold: blocks shared more widely
+// (one system prompt before every conversation) name no family, so a
+// trace whose requests all share their first block samples its
+// conversations, not all or nothing. Timestamps are kept: the sample
+// spans the trace's time.
 func SampleFamilies(reqs []Request, k int) []Request {
 	if k <= 1 {
 		return reqs
 	}
+	holders := map[uint64]int{}
+	for _, q := range reqs {
+		for _, id := range q.HashIDs {
+			holders[id]++
+		}
+	}
 	out := make([]Request, 0, len(reqs)/k+1)
 	for _, q := range reqs {
-		if q.HashIDs[0]%uint64(k) == 0 {
+		if familyOf(q, holders, len(reqs)/2)%uint64(k) == 0 {
 			out = append(out, q)
 		}
 	}
 	return out
+}
+
+// familyOf is the first of q's hash ids held by at most limit requests
+// (its last id when every one is shared more widely).
+func familyOf(q Request, holders map[uint64]int, limit int) uint64 {
+	for _, id := range q.HashIDs {
+		if holders[id] <= limit {
+			return id
+		}
+	}
+	return q.HashIDs[len(q.HashIDs)-1]
 }

@@ -65,6 +65,27 @@ func TestExpanderAndGeneratedTrace(t *testing.T) {
 	}
 }
 
+// A trace whose requests all share their first block (one system
+// prompt): families are its conversations (the second id here), so
+// sampling 1 in 2 keeps half of them, each whole.
+func TestSampleFamiliesSkipsASharedFirstBlock(t *testing.T) {
+	var reqs []demo.Request
+	for conv := range 10 {
+		for turn := range 3 {
+			ids := []uint64{0, uint64(100 + conv)}
+			for i := range turn {
+				ids = append(ids, uint64(1000+conv*10+i))
+			}
+			reqs = append(reqs, demo.Request{InputLength: 512 * len(ids), HashIDs: ids})
+		}
+	}
+	sampled := demo.SampleFamilies(reqs, 2)
+	require.Len(t, sampled, 15, "5 conversations of 3 turns, not all 30 nor none")
+	for _, q := range sampled {
+		assert.Zero(t, q.HashIDs[1]%2, "whole conversations: the even ones")
+	}
+}
+
 // FuzzReadTrace: any input is a trace or an error, and every request
 // read expands to exactly its input length.
 func FuzzReadTrace(f *testing.F) {

@@ -9,10 +9,9 @@ import (
 // times faster than the wall clock, so a demo can replay minutes of traffic
 // in seconds while every reported duration stays in simulated units.
 //
-// Durations kvmock reports are computed from the model (prefill rate,
-// decode time, the prefill lane's backlog), not measured, so timer jitter
-// multiplied by a large speedup never shows up in them; only time spent
-// waiting for admission is measured.
+// The engine's steps take the model's durations; the driver sleeps each
+// one (scaled) and keeps its own simulated time while busy, so timer
+// jitter multiplied by a large speedup never shows up in reported times.
 type simClock struct {
 	start   time.Time
 	speedup float64

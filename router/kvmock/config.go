@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/kvhash/kvhash/router/engine"
 	"github.com/kvhash/kvhash/router/enginehash"
 )
 
@@ -79,10 +80,15 @@ type Config struct {
 	StepInterval   time.Duration // one event batch per step, as vLLM's scheduler
 	DPRank         uint32        // the data_parallel_rank each batch carries
 
-	// Simulated time.
+	// Simulated time: router/engine's vLLM V1 model. Without a Profile, a
+	// step takes PrefillTokensPerSec's time for its new prompt tokens plus
+	// DecodeTimePerToken when it decodes; a Profile (the Dynamo mocker's
+	// polynomials, or a measured engine's) replaces both.
 	PrefillTokensPerSec float64 // uncached prompt tokens computed per second
 	DecodeTimePerToken  time.Duration
-	MaxRunning          int     // batch capacity: requests running at once
+	Profile             *engine.Profile
+	MaxRunning          int     // vLLM's max_num_seqs: requests running at once
+	MaxNumBatchedTokens int     // vLLM's max_num_batched_tokens: tokens computed per step (chunked prefill)
 	Speedup             float64 // wall time = simulated time / Speedup
 
 	DefaultMaxTokens int // when a request gives none (vLLM's completions default: 16)
@@ -110,6 +116,7 @@ func DefaultConfig() Config {
 		PrefillTokensPerSec: 10000,
 		DecodeTimePerToken:  20 * time.Millisecond,
 		MaxRunning:          64,
+		MaxNumBatchedTokens: 8192,
 		Speedup:             1,
 		DefaultMaxTokens:    16,
 	}
@@ -174,6 +181,14 @@ func (c *Config) Validate() error {
 	if c.MaxRunning <= 0 {
 		bad("max running %d: must be positive", c.MaxRunning)
 	}
+	if c.MaxNumBatchedTokens <= 0 {
+		bad("max num batched tokens %d: must be positive", c.MaxNumBatchedTokens)
+	}
+	if c.Profile != nil {
+		if err := c.Profile.Validate(); err != nil {
+			bad("profile %q: %v", c.Profile.Name, err)
+		}
+	}
 	if !(c.Speedup > 0) {
 		bad("speedup %v: must be positive", c.Speedup)
 	}
@@ -189,4 +204,29 @@ func (c *Config) Validate() error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// engineConfig is the engine model's configuration for c.
+func (c *Config) engineConfig() engine.Config {
+	return engine.Config{
+		NumBlocks:            c.NumBlocks,
+		BlockSize:            c.BlockSize,
+		MaxNumSeqs:           c.MaxRunning,
+		MaxNumBatchedTokens:  c.MaxNumBatchedTokens,
+		EnableChunkedPrefill: true,
+		Profile:              c.timing(),
+	}
+}
+
+// timing is c's Profile, or the linear one its rates describe.
+func (c *Config) timing() engine.Profile {
+	if c.Profile != nil {
+		return *c.Profile
+	}
+	return engine.Profile{
+		Name:      "kvmock-rates",
+		Source:    "kvmock's --prefill-tokens-per-sec and --decode-ms-per-token",
+		PrefillT1: 1000 / c.PrefillTokensPerSec,
+		DecodeP0:  float64(c.DecodeTimePerToken) / float64(time.Millisecond),
+	}
 }

@@ -57,31 +57,40 @@
 //
 // # The engine model
 //
-// KV cache (cache.go): NumBlocks physical blocks of BlockSize tokens, as in
-// vLLM's block pool. A request's full prompt blocks are looked up by their
-// chained id; the longest cached prefix is reused (at most (prompt-1)/
-// BlockSize blocks: the last prompt token is always computed, as in vLLM).
-// Blocks no running request references sit in an LRU free list, the
-// blocks of a finished request in reverse order so its deepest blocks go
-// first; taking a free block that holds an id evicts it (BlockRemoved).
-// Prompt blocks are cached, and BlockStored published, when the request is
-// scheduled (vLLM caches blocks when it schedules their computation);
-// blocks filled by generated tokens are cached as they fill
-// (StoreDecodeBlocks, on by default, as vLLM does). Two simplifications,
-// both to keep a router's view exact and the model small: a request
-// reserves every block it can need (prompt + max_tokens) when admitted, so
-// nothing is preempted; and an id is held by one physical block at most.
+// The engine is router/engine's model of a vLLM V1 engine, the one the
+// simulator runs too, here on a real clock: a driver goroutine runs a
+// scheduler step, sleeps its simulated duration divided by Speedup, then
+// delivers the step's KV events and tokens. A step schedules the running
+// requests first (a decode token each, or their next prefill chunk), then
+// admits waiting ones in arrival order while fewer than MaxRunning
+// (max_num_seqs) run, MaxNumBatchedTokens tokens remain in the step's
+// budget and their blocks fit; a running request that needs a block when
+// none is free preempts the newest running request, by recompute.
 //
-// Time (engine.go, clock.go): requests are admitted in arrival order while
-// fewer than MaxRunning run and their blocks fit. Prefill is one lane per
-// engine: a request's uncached prompt tokens take 1/PrefillTokensPerSec
-// each, after the prefills admitted before it; its first token comes out
-// when its prefill ends. Decode runs in parallel for every running request
-// (that is what batching buys): one token per DecodeTimePerToken. Simulated
-// time runs Speedup times faster than the wall clock; reported durations
-// are simulated and computed from the model, not measured, except the wait
-// for admission. A client that disconnects stops its request and frees its
-// slot and blocks at once.
+// KV cache: NumBlocks physical blocks of BlockSize tokens. A request's
+// longest cached prefix of full blocks is reused (at most (tokens-1)/
+// BlockSize blocks: the last prompt token is always computed, as in
+// vLLM). Blocks no running request references sit in an LRU free queue,
+// a finished request's in reverse order so its deepest blocks go first;
+// taking a free block that holds an id evicts it (BlockRemoved). A block
+// is cached, and its BlockStored published, in the step that computes its
+// last token: prompt blocks as their prefill chunks run, blocks of
+// generated tokens as decoding fills them (StoreDecodeBlocks, on by
+// default, as vLLM does; the last sampled token's KV is never computed,
+// so the block it ends is not cached). An id is held by one physical
+// block at most, so that a router's view stays exact.
+//
+// Time: without a Profile, a step takes its new prompt tokens at
+// PrefillTokensPerSec plus DecodeTimePerToken when it decodes anything;
+// with one (the Dynamo mocker's polynomials, or a measured engine's file:
+// --profile) the profile's functions of the step's tokens and KV use.
+// Simulated time follows the wall clock across idle periods only: while
+// the engine is busy it advances by step durations alone, so reported
+// times are the model's, not timer jitter scaled by Speedup. QueueMs runs
+// from arrival to the start of the step that first schedules a request,
+// PrefillMs from then to the end of the step that produces its first
+// token. A client that disconnects aborts its request and frees its
+// blocks at once.
 //
 // # The tokenizer and the "model"
 //

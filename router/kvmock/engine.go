@@ -8,29 +8,37 @@ import (
 	"hash/fnv"
 	"math"
 	"slices"
+	"strconv"
 	"sync"
+
+	"github.com/kvhash/kvhash/router/engine"
 )
 
-// Engine is the simulated engine: a KV cache, a FIFO of waiting requests,
-// at most MaxRunning running ones, and a time model.
-//
-// Time: prefill is one lane (one GPU's compute): a request's uncached
-// prompt tokens are computed at PrefillTokensPerSec after every earlier
-// admitted request's; its first token comes out when its prefill ends.
-// Decode runs in parallel for all running requests (that is what batching
-// buys), one token every DecodeTimePerToken.
+// Engine is the simulated engine: router/engine's model of a vLLM V1
+// engine (scheduler, KV block pool with the prefix cache, step times) run
+// on a real clock. A driver goroutine, alive while there is work, runs a
+// step, sleeps its duration (divided by Speedup), then delivers what the
+// step did: KV events to the sink, tokens to the requests.
 type Engine struct {
 	cfg   Config
 	tok   Tokenizer
 	ids   BlockIDs
+	sink  EventSink
 	clock simClock
 
-	mu               sync.Mutex
-	cache            *Cache
-	waiting          []*waiter // FIFO; only the head may be admitted
-	running          int
-	prefillBusyUntil float64 // simulated seconds
-	stats            EngineStats
+	mu       sync.Mutex
+	core     *engine.Engine
+	live     map[string]*liveReq // by engine request id
+	gone     []string            // left by their clients during a step: dropped after it
+	nextID   uint64
+	driving  bool // the driver goroutine runs
+	stepping bool // a step is in flight: its events are not delivered yet
+	// finishing is how many requests the step in flight finishes: the
+	// engine model has freed them, but they run until the step ends.
+	finishing int
+	simNow    float64 // simulated seconds: the end of the last step
+	wireIDs   map[uint64]Digest
+	stats     EngineStats
 }
 
 // EngineStats counts what the engine did since it started.
@@ -39,7 +47,19 @@ type EngineStats struct {
 	PromptTokens    uint64 `json:"prompt_tokens"`
 	CachedTokens    uint64 `json:"cached_tokens"` // prompt tokens reused from the cache
 	GeneratedTokens uint64 `json:"generated_tokens"`
-	Cancelled       uint64 `json:"cancelled"` // ended by the client before finishing
+	Cancelled       uint64 `json:"cancelled"`   // ended by the client before finishing
+	Finished        uint64 `json:"finished"`    // produced all their tokens
+	Preemptions     uint64 `json:"preemptions"` // running requests sent back to wait (KV full)
+	PrefixQueries   uint64 `json:"prefix_queries"`
+	PrefixHits      uint64 `json:"prefix_hits"`
+}
+
+// CacheStats is a snapshot of the KV block pool.
+type CacheStats struct {
+	NumBlocks    int `json:"num_blocks"`    // physical blocks
+	FreeBlocks   int `json:"free_blocks"`   // referenced by no running request (cached or empty)
+	CachedBlocks int `json:"cached_blocks"` // holding a block id (in use or free)
+	UsedBlocks   int `json:"used_blocks"`   // referenced by a running request
 }
 
 // EngineState is a snapshot for /kvmock/stats.
@@ -55,12 +75,22 @@ func NewEngine(cfg Config, ids BlockIDs, sink EventSink) (*Engine, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("kvmock config: %w", err)
 	}
+	core, err := engine.New(cfg.engineConfig())
+	if err != nil {
+		return nil, fmt.Errorf("kvmock config: %w", err)
+	}
+	if sink == nil {
+		sink = discardEvents{}
+	}
 	return &Engine{
-		cfg:   cfg,
-		tok:   NewTokenizer(cfg.VocabSize),
-		ids:   ids,
-		clock: newSimClock(cfg.Speedup),
-		cache: NewCache(cfg.NumBlocks, cfg.BlockSize, sink),
+		cfg:     cfg,
+		tok:     NewTokenizer(cfg.VocabSize),
+		ids:     ids,
+		sink:    sink,
+		clock:   newSimClock(cfg.Speedup),
+		core:    core,
+		live:    make(map[string]*liveReq),
+		wireIDs: make(map[uint64]Digest),
 	}, nil
 }
 
@@ -82,9 +112,10 @@ type Token struct {
 type Timings struct {
 	PromptTokens int `json:"prompt_tokens"`
 	CachedTokens int `json:"cached_tokens"` // reused from the prefix cache
-	// QueueMs: waiting for admission (batch capacity, free blocks);
-	// PrefillMs: waiting for the prefill lane plus computing the uncached
-	// tokens; TTFTMs = QueueMs + PrefillMs.
+	// QueueMs: from arrival to the start of the step that first scheduled
+	// the request; PrefillMs: from then to the end of the step that
+	// produced its first token (its prefill chunks and the steps it shared);
+	// TTFTMs = QueueMs + PrefillMs.
 	QueueMs   float64 `json:"queue_ms"`
 	PrefillMs float64 `json:"prefill_ms"`
 	TTFTMs    float64 `json:"ttft_ms"`
@@ -106,19 +137,46 @@ var (
 	errBadMaxTokens    = errors.New("max_tokens must be at least 1")
 )
 
-// waiter is a request queued for admission.
-type waiter struct {
-	req         GenRequest
-	ids         []Digest // the prompt's full blocks
-	maxHits     int
-	totalBlocks int
-	arrival     float64
+// ErrBlocksInUse: the prefix cache cannot be reset while requests run.
+var ErrBlocksInUse = errors.New("KV blocks are in use by running requests")
 
-	ready chan struct{} // closed on admission
-	// Set on admission, under Engine.mu.
-	alloc      *Allocation
-	admittedAt float64
+// liveReq is a request in the engine, as its HTTP handler waits on it.
+type liveReq struct {
+	id      string
+	req     GenRequest
+	seq     []uint32 // the prompt, then the tokens it generates (known up front: the "model" is deterministic)
+	digests []Digest // the ids of seq's full blocks that are cached when computed
+	arrival float64
+
+	// Under Engine.mu, set by the driver.
+	admitted   float64
 	firstToken float64
+	cached     int
+	produced   int
+	finished   bool
+	notify     chan struct{} // one pending wake-up
+}
+
+func (l *liveReq) timings() Timings {
+	// A driver running behind the wall clock may start a step before a
+	// request's (wall-clock) arrival: the queue is then 0 and the prefill
+	// still the model's, from the step's start.
+	queue := max(0, l.admitted-l.arrival)
+	prefill := l.firstToken - l.admitted
+	return Timings{
+		PromptTokens: len(l.req.Prompt),
+		CachedTokens: l.cached,
+		QueueMs:      simMs(queue),
+		PrefillMs:    simMs(prefill),
+		TTFTMs:       simMs(queue) + simMs(prefill),
+	}
+}
+
+func (l *liveReq) wake() {
+	select {
+	case l.notify <- struct{}{}:
+	default:
+	}
 }
 
 // Validate checks a request against the engine's limits.
@@ -138,194 +196,237 @@ func (e *Engine) Validate(req GenRequest) error {
 		return fmt.Errorf("%w: maximum context length is %d tokens, this request asks for %d (%d in the prompt, %d to generate)",
 			ErrTooLong, e.cfg.MaxModelLen, n, len(req.Prompt), req.MaxTokens)
 	}
-	if b := e.blocksFor(req); b > e.cfg.NumBlocks {
+	bs := e.cfg.BlockSize
+	if b := (len(req.Prompt) + req.MaxTokens + bs - 1) / bs; b > e.cfg.NumBlocks {
 		return fmt.Errorf("%w: %d blocks needed, %d in the cache", ErrTooManyBlocks, b, e.cfg.NumBlocks)
 	}
 	return nil
 }
 
-func (e *Engine) blocksFor(req GenRequest) int {
-	bs := e.cfg.BlockSize
-	return (len(req.Prompt) + req.MaxTokens + bs - 1) / bs
-}
-
-// Generate runs req: it waits for admission, simulates prefill and decode
-// in (scaled) real time and calls emit for each token as it is produced.
-// When ctx ends (the client went away) or emit fails, the request stops
-// and frees its slot and blocks; the tokens so far come back with the error.
+// Generate runs req: it queues it in the engine and calls emit for each
+// token as the engine's steps produce it, in (scaled) real time. When ctx
+// ends (the client went away) or emit fails, the request is aborted and
+// its blocks freed; the tokens so far come back with the error.
 func (e *Engine) Generate(ctx context.Context, req GenRequest, emit func(Token, Timings) error) (Result, error) {
 	if err := e.Validate(req); err != nil {
 		return Result{}, err
 	}
-	bs := e.cfg.BlockSize
-	ids, err := appendChain(nil, e.ids, req.Tag, req.Prompt, bs)
+	l, err := e.prepare(req)
 	if err != nil {
 		return Result{}, err
 	}
-	w := &waiter{
-		req:         req,
-		ids:         ids,
-		maxHits:     (len(req.Prompt) - 1) / bs, // the last prompt token is always computed, as in vLLM
-		totalBlocks: e.blocksFor(req),
-		ready:       make(chan struct{}),
+	e.mu.Lock()
+	e.nextID++
+	l.id = strconv.FormatUint(e.nextID, 10)
+	l.arrival = e.clock.now()
+	hashes := make([]uint64, len(l.digests))
+	for i, d := range l.digests {
+		hashes[i] = engineHash(d)
 	}
-	if err := e.admit(ctx, w); err != nil {
-		return Result{}, err
+	if err := e.core.Add(engine.Request{ID: l.id, BlockHashes: hashes, PromptTokens: len(req.Prompt), OutputTokens: req.MaxTokens}); err != nil {
+		e.mu.Unlock()
+		return Result{}, fmt.Errorf("kvmock engine: %w", err)
 	}
-	var res Result
-	cancelled := true
-	defer func() { e.finish(w, len(res.Tokens), cancelled) }()
+	e.live[l.id] = l
+	if !e.driving {
+		// Simulated time follows the wall clock only across idle periods:
+		// the first step after one starts at this arrival. While busy it
+		// advances by the model's step times alone, so timer jitter scaled
+		// by Speedup never enters reported times.
+		e.simNow = max(e.simNow, l.arrival)
+		e.driving = true
+		go e.drive()
+	}
+	e.mu.Unlock()
 
-	tm := Timings{
-		PromptTokens: len(req.Prompt),
-		CachedTokens: w.alloc.Hits * bs,
-		QueueMs:      simMs(w.admittedAt - w.arrival),
-		PrefillMs:    simMs(w.firstToken - w.admittedAt),
-		TTFTMs:       simMs(w.firstToken - w.arrival),
-	}
-	// Room for the output up front, within reason: max_tokens is the
-	// client's number, and a request cut short never uses it all.
-	room := min(req.MaxTokens, 4096)
-	res = Result{Timings: tm, Tokens: make([]Token, 0, room)}
-	seq := slices.Grow(slices.Clone(req.Prompt), room)
 	seed := promptSeed(req.Prompt)
-	step := e.cfg.DecodeTimePerToken.Seconds()
-	for i := range req.MaxTokens {
-		if err := e.clock.sleepUntil(ctx, w.firstToken+float64(i)*step); err != nil {
-			return res, err
-		}
-		id, text := e.tok.outputToken(seed, i)
-		seq = append(seq, id)
-		if e.cfg.StoreDecodeBlocks && len(seq)%bs == 0 {
-			if err := e.storeDecodeBlock(w, seq); err != nil {
+	res := Result{Tokens: make([]Token, 0, min(req.MaxTokens, 4096))}
+	for {
+		e.mu.Lock()
+		produced, finished, tm := l.produced, l.finished, l.timings()
+		e.mu.Unlock()
+		for i := len(res.Tokens); i < produced; i++ {
+			id, text := e.tok.outputToken(seed, i)
+			tok := Token{Index: i, ID: id, Text: text}
+			res.Tokens = append(res.Tokens, tok)
+			res.Timings = tm
+			if err := emit(tok, tm); err != nil {
+				e.cancel(l)
 				return res, err
 			}
 		}
-		tok := Token{Index: i, ID: id, Text: text}
-		res.Tokens = append(res.Tokens, tok)
-		if err := emit(tok, tm); err != nil {
-			return res, err
+		if finished {
+			res.FinishReason = "length"
+			return res, nil
+		}
+		select {
+		case <-l.notify:
+		case <-ctx.Done():
+			e.cancel(l)
+			return res, ctx.Err()
 		}
 	}
-	res.FinishReason = "length"
-	cancelled = false
-	return res, nil
 }
 
-// admit queues w and waits for its turn.
-func (e *Engine) admit(ctx context.Context, w *waiter) error {
-	e.mu.Lock()
-	w.arrival = e.clock.now()
-	e.waiting = append(e.waiting, w)
-	e.admitLocked(w.arrival) // admitted at once: no queueing time at all
-	e.mu.Unlock()
-
-	select {
-	case <-w.ready:
-		return nil
-	case <-ctx.Done():
+// prepare computes what the engine needs to know of req: its whole
+// sequence and its blocks' ids (the generated blocks' too, with
+// StoreDecodeBlocks, as vLLM caches them).
+func (e *Engine) prepare(req GenRequest) (*liveReq, error) {
+	seq := make([]uint32, len(req.Prompt), len(req.Prompt)+req.MaxTokens)
+	copy(seq, req.Prompt)
+	named := len(req.Prompt)
+	if e.cfg.StoreDecodeBlocks {
+		seed := promptSeed(req.Prompt)
+		for i := range req.MaxTokens {
+			id, _ := e.tok.outputToken(seed, i)
+			seq = append(seq, id)
+		}
+		named = len(seq)
 	}
+	digests, err := appendChain(nil, e.ids, req.Tag, seq[:named], e.cfg.BlockSize)
+	if err != nil {
+		return nil, err
+	}
+	return &liveReq{req: req, seq: seq, digests: digests, notify: make(chan struct{}, 1)}, nil
+}
+
+// cancel aborts l in the engine (if it is still there) for a client that
+// left.
+func (e *Engine) cancel(l *liveReq) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	select {
-	case <-w.ready: // admitted while we were giving up: hand it back
-		e.releaseLocked(w)
-	default:
-		e.waiting = slices.DeleteFunc(e.waiting, func(x *waiter) bool { return x == w })
-		e.admitLocked(e.clock.now()) // the new head may fit
+	e.core.Abort(l.id)
+	if e.stepping {
+		e.gone = append(e.gone, l.id) // the step in flight may still name it
+	} else {
+		delete(e.live, l.id)
 	}
 	e.stats.Cancelled++
-	return ctx.Err()
 }
 
-// admitLocked admits waiting requests in arrival order while the head
-// fits; now is the simulated time of admission.
-func (e *Engine) admitLocked(now float64) {
-	bs := e.cfg.BlockSize
-	for len(e.waiting) > 0 && e.running < e.cfg.MaxRunning {
-		w := e.waiting[0]
-		alloc, err := e.cache.Allocate(w.ids, w.maxHits, w.totalBlocks)
-		if err != nil {
-			return // ErrCacheFull: wait for a release (Validate ruled out the rest)
-		}
-		e.waiting = e.waiting[1:]
-		e.running++
-		w.alloc = alloc
-
-		// vLLM caches a prompt's full blocks when it schedules their
-		// computation, so their BlockStored goes out now.
-		hits := alloc.Hits
-		var parent *Digest
-		if hits > 0 {
-			parent = &w.ids[hits-1]
-		}
-		e.cache.Store(alloc, hits, w.ids[hits:], parent, w.req.Prompt[hits*bs:len(w.ids)*bs], w.req.Tag)
-
-		uncached := len(w.req.Prompt) - hits*bs
-		start := max(now, e.prefillBusyUntil)
-		w.admittedAt = now
-		w.firstToken = start + float64(uncached)/e.cfg.PrefillTokensPerSec
-		e.prefillBusyUntil = w.firstToken
-
-		e.stats.Requests++
-		e.stats.PromptTokens += uint64(len(w.req.Prompt))
-		e.stats.CachedTokens += uint64(hits * bs)
-		close(w.ready)
-	}
-}
-
-// storeDecodeBlock caches the block that seq's last token just filled.
-func (e *Engine) storeDecodeBlock(w *waiter, seq []uint32) error {
-	bs := e.cfg.BlockSize
-	k := len(seq)/bs - 1 // the block just filled
-	parent := e.ids.Root()
-	if k > 0 {
-		parent = w.ids[k-1]
-	}
-	id, err := e.ids.Next(parent, seq[k*bs:], w.req.Tag.hashKeys(k))
-	if err != nil {
-		return fmt.Errorf("block id of generated block %d: %w", k, err)
-	}
-	w.ids = append(w.ids, id)
+// drive runs steps while the engine has work.
+func (e *Engine) drive() {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	var p *Digest
-	if k > 0 {
-		p = &parent
+	for !e.core.Idle() {
+		start := e.simNow
+		res := e.core.Step()
+		e.simNow += res.Duration.Seconds()
+		for _, a := range res.Admitted {
+			if l := e.live[a.ID]; l != nil {
+				l.admitted, l.cached = start, a.CachedTokens
+			}
+			e.stats.Requests++
+			e.stats.CachedTokens += uint64(a.CachedTokens)
+		}
+		e.stepping, e.finishing = true, len(res.Finished)
+		e.mu.Unlock()
+		_ = e.clock.sleepUntil(context.Background(), e.simNow)
+		e.mu.Lock()
+		e.stepping, e.finishing = false, 0
+		e.deliver(&res)
 	}
-	e.cache.Store(w.alloc, k, []Digest{id}, p, seq[k*bs:], w.req.Tag)
-	return nil
+	e.driving = false
 }
 
-// finish frees w's slot and blocks and lets the next requests in.
-func (e *Engine) finish(w *waiter, generated int, cancelled bool) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	e.stats.GeneratedTokens += uint64(generated)
-	if cancelled {
-		e.stats.Cancelled++
+// deliver publishes a step's KV events and hands its tokens out.
+func (e *Engine) deliver(res *engine.StepResult) {
+	for _, h := range res.Removed {
+		d, ok := e.wireIDs[h]
+		if !ok {
+			continue
+		}
+		delete(e.wireIDs, h)
+		e.sink.Emit(Event{Kind: EventBlockRemoved, Digests: []Digest{d}})
 	}
-	e.releaseLocked(w)
+	bs := e.cfg.BlockSize
+	for _, st := range res.Stored {
+		l := e.live[st.RequestID]
+		if l == nil {
+			continue
+		}
+		end := st.FirstBlock + len(st.Hashes)
+		ev := Event{
+			Kind:     EventBlockStored,
+			Digests:  slices.Clone(l.digests[st.FirstBlock:end]),
+			Tokens:   slices.Clone(l.seq[st.FirstBlock*bs : end*bs]),
+			LoraName: l.req.Tag.LoraName,
+			LoraID:   l.req.Tag.LoraID,
+		}
+		if st.FirstBlock > 0 {
+			p := l.digests[st.FirstBlock-1]
+			ev.Parent = &p
+		}
+		if l.req.Tag.hasKeys() {
+			ev.ExtraKeys = make([][]string, 0, len(st.Hashes))
+			for k := st.FirstBlock; k < end; k++ {
+				ev.ExtraKeys = append(ev.ExtraKeys, l.req.Tag.eventKeys(k))
+			}
+		}
+		for i, h := range st.Hashes {
+			e.wireIDs[h] = ev.Digests[i]
+		}
+		e.sink.Emit(ev)
+	}
+	for _, id := range res.Generated {
+		e.stats.GeneratedTokens++
+		if l := e.live[id]; l != nil {
+			l.produced++
+			if l.produced == 1 {
+				l.firstToken = e.simNow
+			}
+			l.wake()
+		}
+	}
+	for _, f := range res.Finished {
+		if l := e.live[f.ID]; l != nil {
+			l.finished = true
+			delete(e.live, f.ID)
+			l.wake()
+		}
+	}
+	for _, id := range e.gone {
+		delete(e.live, id)
+	}
+	e.gone = e.gone[:0]
 }
 
-func (e *Engine) releaseLocked(w *waiter) {
-	e.cache.Release(w.alloc)
-	e.running--
-	e.admitLocked(e.clock.now())
-}
-
-// ResetPrefixCache drops every cached block (vLLM's /reset_prefix_cache).
+// ResetPrefixCache drops every cached block (vLLM's /reset_prefix_cache)
+// and publishes AllBlocksCleared. Like vLLM it refuses while any block is
+// in use, and kvmock also while a step's events are undelivered.
 func (e *Engine) ResetPrefixCache() error {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	return e.cache.Reset()
+	if e.stepping {
+		return ErrBlocksInUse
+	}
+	if err := e.core.ResetPrefixCache(); err != nil {
+		return ErrBlocksInUse
+	}
+	clear(e.wireIDs)
+	e.sink.Emit(Event{Kind: EventAllBlocksCleared})
+	return nil
 }
 
 // State is a snapshot of the engine.
 func (e *Engine) State() EngineState {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	return EngineState{Running: e.running, Waiting: len(e.waiting), Cache: e.cache.Stats(), Stats: e.stats}
+	st := e.core.Stats()
+	stats := e.stats
+	stats.PromptTokens = st.PromptTokens
+	stats.Finished = st.Finished
+	stats.Preemptions = st.Preemptions
+	stats.PrefixQueries, stats.PrefixHits = st.PrefixQueries, st.PrefixHits
+	return EngineState{
+		Running: st.Running + e.finishing,
+		Waiting: st.Waiting,
+		Cache: CacheStats{
+			NumBlocks: st.NumBlocks, FreeBlocks: st.FreeBlocks,
+			CachedBlocks: st.CachedBlocks, UsedBlocks: st.UsedBlocks,
+		},
+		Stats: stats,
+	}
 }
 
 // Tokenizer is the engine's tokenizer.
@@ -333,6 +434,18 @@ func (e *Engine) Tokenizer() Tokenizer { return e.tok }
 
 // Config is the engine's configuration.
 func (e *Engine) Config() Config { return e.cfg }
+
+// engineHash is the engine model's name for a block: the digest's last 8
+// bytes, big-endian (vLLM's int form of the id, what a router indexes).
+func engineHash(d Digest) uint64 {
+	b := d.Bytes()
+	if len(b) < 8 {
+		var pad [8]byte
+		copy(pad[8-len(b):], b)
+		return binary.BigEndian.Uint64(pad[:])
+	}
+	return binary.BigEndian.Uint64(b[len(b)-8:])
+}
 
 // simMs converts simulated seconds to milliseconds, rounded to the
 // microsecond (finer digits are float noise, not model).

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kvhash/kvhash/router/engine"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -62,7 +63,10 @@ func TestEngineEventsForPromptAndDecodeBlocks(t *testing.T) {
 	e, sink := newTestEngine(t, cfg)
 	ids := newTestIDs()
 	prompt := seqTokens(100, 6) // one full block, two tokens spare
-	res := run(t, e, prompt, 6) // fills block 2 (tokens 4..7) and block 3 (8..11)
+	// 7 tokens generated: the KV of the first 6 is computed (the last
+	// sampled token's never is, as in vLLM), filling block 1 (tokens 4..7)
+	// and block 2 (8..11).
+	res := run(t, e, prompt, 7)
 
 	seq := append(append([]uint32(nil), prompt...), tokenIDs(res.Tokens)...)
 	chain, err := appendChain(nil, ids, SeqTag{}, seq, 4)
@@ -74,9 +78,14 @@ func TestEngineEventsForPromptAndDecodeBlocks(t *testing.T) {
 		{Kind: EventBlockStored, Digests: chain[2:3], Parent: &chain[1], Tokens: seq[8:12]},
 	}, sink.take())
 
+	// With 6 tokens, token 11 is sampled but never computed: block 2 is
+	// not cached.
+	run(t, e, seqTokens(200, 6), 6)
+	assert.Len(t, sink.take(), 2)
+
 	cfg.StoreDecodeBlocks = false
 	e2, sink2 := newTestEngine(t, cfg)
-	run(t, e2, prompt, 6)
+	run(t, e2, prompt, 7)
 	assert.Len(t, sink2.take(), 1, "only the prompt block without decode-block caching")
 }
 
@@ -92,14 +101,14 @@ func TestEngineQueuesBeyondCapacityAndCancelFreesTheSlot(t *testing.T) {
 	cfg := testConfig()
 	cfg.MaxRunning = 1
 	cfg.Speedup = 1
-	cfg.DecodeTimePerToken = time.Hour // the first request never finishes on its own
+	cfg.DecodeTimePerToken = 20 * time.Millisecond // the first request runs 4 s unless cancelled
 	e, _ := newTestEngine(t, cfg)
 
 	ctx1, cancel1 := context.WithCancel(context.Background())
 	first := make(chan error, 1)
 	started := make(chan struct{})
 	go func() {
-		_, err := e.Generate(ctx1, GenRequest{Prompt: seqTokens(1, 4), MaxTokens: 3}, func(tok Token, _ Timings) error {
+		_, err := e.Generate(ctx1, GenRequest{Prompt: seqTokens(1, 4), MaxTokens: 200}, func(tok Token, _ Timings) error {
 			if tok.Index == 0 {
 				close(started)
 			}
@@ -123,8 +132,8 @@ func TestEngineQueuesBeyondCapacityAndCancelFreesTheSlot(t *testing.T) {
 	require.ErrorIs(t, <-first, context.Canceled)
 	res := <-second
 	assert.Positive(t, res.Timings.QueueMs, "the second request waited for the slot")
+	require.Eventually(t, func() bool { return e.State().Running == 0 }, 5*time.Second, time.Millisecond)
 	st := e.State()
-	assert.Equal(t, 0, st.Running)
 	assert.Equal(t, 0, st.Waiting)
 	assert.Equal(t, st.Cache.NumBlocks, st.Cache.FreeBlocks, "every block is free again")
 	assert.Equal(t, uint64(1), st.Stats.Cancelled)
@@ -134,14 +143,12 @@ func TestEngineQueuesWhenBlocksRunOut(t *testing.T) {
 	cfg := testConfig()
 	cfg.NumBlocks = 4
 	cfg.Speedup = 1
-	cfg.DecodeTimePerToken = time.Hour
+	cfg.DecodeTimePerToken = 100 * time.Millisecond
 	e, _ := newTestEngine(t, cfg)
 
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	go func() {
-		_, _ = e.Generate(ctx, GenRequest{Prompt: seqTokens(1, 8), MaxTokens: 8}, func(Token, Timings) error { return nil })
-	}()
+	// 13 prompt tokens take all 4 blocks, for 2 decode steps (0.2 s).
+	first := make(chan Result, 1)
+	go func() { first <- run(t, e, seqTokens(1, 13), 3) }()
 	require.Eventually(t, func() bool { return e.State().Running == 1 }, 5*time.Second, time.Millisecond)
 
 	// A waiting request that gives up leaves the queue.
@@ -155,6 +162,11 @@ func TestEngineQueuesWhenBlocksRunOut(t *testing.T) {
 	cancel2()
 	require.ErrorIs(t, <-done, context.Canceled)
 	assert.Equal(t, 0, e.State().Waiting)
+
+	// One that stays runs once the first has finished and freed its blocks.
+	third := run(t, e, seqTokens(200, 4), 1)
+	assert.Positive(t, third.Timings.QueueMs)
+	assert.Len(t, (<-first).Tokens, 3)
 }
 
 func TestEngineEmitErrorStopsTheRequest(t *testing.T) {
@@ -197,7 +209,7 @@ func TestEngineRejectsRequestsThatCanNeverRun(t *testing.T) {
 	assert.Equal(t, uint64(0), e.State().Stats.Requests)
 }
 
-func TestEnginePrefillLaneIsShared(t *testing.T) {
+func TestEngineASecondPromptWaitsForTheStepInFlight(t *testing.T) {
 	cfg := testConfig()
 	cfg.PrefillTokensPerSec = 1 // the first prompt's 20 tokens: 20 s simulated, 1 s wall
 	cfg.Speedup = 20
@@ -207,11 +219,62 @@ func TestEnginePrefillLaneIsShared(t *testing.T) {
 	go func() { first <- run(t, e, prompt, 1) }()
 	require.Eventually(t, func() bool { return e.State().Running == 1 }, 5*time.Second, time.Millisecond)
 
-	// The same prompt right behind it: 16 tokens are reused (their blocks
-	// were cached when the first was scheduled), but its 4 uncached tokens
-	// wait for the first prefill to finish.
+	// The same prompt right behind it: 16 tokens are reused (the first's
+	// step cached their blocks), but it waits for that 20 s step to end,
+	// then computes its last 4 tokens in 4 s.
 	second := run(t, e, prompt, 1)
 	assert.Equal(t, 16, second.Timings.CachedTokens)
-	assert.Greater(t, second.Timings.TTFTMs, 10000.0, "4 s of its own prefill plus most of the first's 20 s")
-	assert.InDelta(t, 20000.0, (<-first).Timings.TTFTMs, 1000.0)
+	assert.InDelta(t, 4000.0, second.Timings.PrefillMs, 0.01)
+	assert.Greater(t, second.Timings.TTFTMs, 20000.0)
+	assert.LessOrEqual(t, second.Timings.TTFTMs, 24000.0)
+	assert.InDelta(t, 20000.0, (<-first).Timings.TTFTMs, 0.01, "an idle engine: no queue, the model's prefill time")
+}
+
+func TestEngineRunsTheMockerProfile(t *testing.T) {
+	cfg := testConfig()
+	p := engine.DefaultProfile()
+	cfg.Profile = &p
+	cfg.Speedup = 100
+	e, _ := newTestEngine(t, cfg)
+	res := run(t, e, seqTokens(1, 100), 3)
+	assert.InDelta(t, p.PrefillMs(100), res.Timings.TTFTMs, 0.001)
+	assert.Zero(t, res.Timings.QueueMs)
+}
+
+func TestEnginePreemptsWhenKVRunsOutAndStillFinishes(t *testing.T) {
+	cfg := testConfig()
+	cfg.NumBlocks = 6 // two 8-token prompts growing to 18 tokens cannot both fit
+	cfg.Speedup = 1
+	cfg.DecodeTimePerToken = 10 * time.Millisecond
+	e, sink := newTestEngine(t, cfg)
+	results := make(chan Result, 2)
+	for _, start := range []int{1, 500} {
+		go func() {
+			res, err := e.Generate(context.Background(), GenRequest{Prompt: seqTokens(start, 8), MaxTokens: 10}, func(Token, Timings) error { return nil })
+			assert.NoError(t, err)
+			results <- res
+		}()
+	}
+	for range 2 {
+		assert.Len(t, (<-results).Tokens, 10)
+	}
+	st := e.State()
+	assert.Positive(t, st.Stats.Preemptions, "the newer request was preempted")
+	assert.Equal(t, st.Cache.NumBlocks, st.Cache.FreeBlocks)
+
+	// The events replay into the cache the engine holds.
+	cached := map[Digest]bool{}
+	for _, ev := range sink.take() {
+		for _, d := range ev.Digests {
+			switch ev.Kind {
+			case EventBlockStored:
+				require.False(t, cached[d], "stored twice")
+				cached[d] = true
+			case EventBlockRemoved:
+				require.True(t, cached[d], "removed before stored")
+				delete(cached, d)
+			}
+		}
+	}
+	assert.Len(t, cached, st.Cache.CachedBlocks)
 }

@@ -95,3 +95,14 @@ func skipOrFail(t *testing.T, format string, args ...any) {
 	}
 	t.Skipf(format, args...)
 }
+
+func ptr[T any](v T) *T { return &v }
+
+// digests are test digests named by their last byte.
+func digests(names ...byte) []Digest {
+	out := make([]Digest, len(names))
+	for i, n := range names {
+		out[i] = mkDigest(n, 0)
+	}
+	return out
+}

@@ -12,14 +12,16 @@ import (
 // KV cache utilisation, prefix-cache hit rate; llm-d does) see kvmock as
 // they see vLLM. Labels are vLLM's: model_name and engine ("0", one engine
 // core per process). Counters and gauges are read from one snapshot of the
-// engine per scrape; time to first token is observed per request.
+// engine per scrape; time to first token is observed per request. The
+// prefix cache counters count tokens at every scheduling of a request (a
+// preempted one is queried again), as vLLM's do.
 type metrics struct {
 	engine *Engine
 	labels prometheus.Labels
 	ttft   prometheus.Histogram
 
-	running, waiting, kvUsage                           *prometheus.Desc
-	queries, hits, promptTokens, generationTokens, done *prometheus.Desc
+	running, waiting, kvUsage                                        *prometheus.Desc
+	queries, hits, promptTokens, generationTokens, done, preemptions *prometheus.Desc
 }
 
 func newMetrics(e *Engine) *metrics {
@@ -44,11 +46,12 @@ func newMetrics(e *Engine) *metrics {
 		promptTokens:     desc("vllm:prompt_tokens_total", "Number of prefill tokens processed."),
 		generationTokens: desc("vllm:generation_tokens_total", "Number of generation tokens processed."),
 		done:             desc("vllm:request_success_total", "Count of successfully processed requests."),
+		preemptions:      desc("vllm:num_preemptions_total", "Cumulative number of preemptions from the engine."),
 	}
 }
 
 func (m *metrics) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{m.running, m.waiting, m.kvUsage, m.queries, m.hits, m.promptTokens, m.generationTokens, m.done} {
+	for _, d := range []*prometheus.Desc{m.running, m.waiting, m.kvUsage, m.queries, m.hits, m.promptTokens, m.generationTokens, m.done, m.preemptions} {
 		ch <- d
 	}
 	m.ttft.Describe(ch)
@@ -63,11 +66,12 @@ func (m *metrics) Collect(ch chan<- prometheus.Metric) {
 	gauge(m.running, float64(st.Running))
 	gauge(m.waiting, float64(st.Waiting))
 	gauge(m.kvUsage, float64(st.Cache.UsedBlocks)/float64(st.Cache.NumBlocks))
-	counter(m.queries, st.Stats.PromptTokens)
-	counter(m.hits, st.Stats.CachedTokens)
+	counter(m.queries, st.Stats.PrefixQueries)
+	counter(m.hits, st.Stats.PrefixHits)
 	counter(m.promptTokens, st.Stats.PromptTokens)
 	counter(m.generationTokens, st.Stats.GeneratedTokens)
-	counter(m.done, st.Stats.Requests-st.Stats.Cancelled)
+	counter(m.done, st.Stats.Finished)
+	counter(m.preemptions, st.Stats.Preemptions)
 	m.ttft.Collect(ch)
 }
 

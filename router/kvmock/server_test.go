@@ -142,11 +142,11 @@ func TestEvictionPublishesBlockRemoved(t *testing.T) {
 	cfg.StoreDecodeBlocks = false
 	l := startLive(t, cfg)
 	first := seqTokens(1, 8)
-	l.complete(t, first, 1) // blocks A, B (+1 for the generated token) cached
+	l.complete(t, first, 1) // blocks A, B cached, then free
 	stored := l.storedEvents(t, 2)
 	require.Len(t, stored, 1)
 
-	l.complete(t, seqTokens(500, 12), 1) // needs all 4 blocks: evicts B then A
+	l.complete(t, seqTokens(500, 13), 1) // needs all 4 blocks: evicts B then A
 	var removed []uint64
 	for len(removed) < 2 {
 		for _, ev := range l.nextBatch(t).Events {

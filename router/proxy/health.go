@@ -63,6 +63,7 @@ func (p *Proxy) CheckHealth() {
 	p.mu.Lock()
 	p.baseURLs = urls
 	p.mu.Unlock()
+	p.scrapeMetrics(urls)
 }
 
 // probe reports whether base/health answers 200 in time.

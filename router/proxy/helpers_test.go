@@ -13,6 +13,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/kvhash/kvhash/router/config"
 	"github.com/kvhash/kvhash/router/demo"
 )
 
@@ -33,7 +34,16 @@ func engineConfig() demo.EngineConfig {
 
 func startFleet(t *testing.T, n int, cfg demo.EngineConfig) *fleet {
 	t.Helper()
+	return startFleetWith(t, n, cfg, nil)
+}
+
+// startFleetWith is startFleet with kvrouter's config edited first.
+func startFleetWith(t *testing.T, n int, cfg demo.EngineConfig, edit func(*config.Config)) *fleet {
+	t.Helper()
 	rcfg := demo.RouterConfig("127.0.0.1:0", cfg.BlockSize)
+	if edit != nil {
+		edit(&rcfg)
+	}
 	r, err := demo.StartRouter(rcfg, nil)
 	require.NoError(t, err)
 	f := &fleet{t: t, router: r, cfg: cfg}

@@ -2,16 +2,19 @@ package proxy
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/kvhash/kvhash/router/indexer"
 	"github.com/kvhash/kvhash/router/route"
+	"github.com/kvhash/kvhash/router/route/policy"
 )
 
 // Policy names how a request's worker is chosen.
 type Policy string
 
 // The policies. PolicyKV is kvrouter's; the others are the baselines a
-// KV-aware router is measured against.
+// KV-aware router is measured against: the blind ones here, and the
+// peers' (router/route/policy: dynamo, llmd, llmd-precise, sglang).
 const (
 	PolicyKV          Policy = "kvrouter"
 	PolicyRoundRobin  Policy = "round_robin"
@@ -19,7 +22,8 @@ const (
 	PolicyLeastLoaded Policy = "least_loaded"
 )
 
-// Policies lists every policy, kvrouter's first.
+// Policies lists the proxy's own policies, kvrouter's first; every other
+// name router/route/policy registers is accepted too (ParsePolicy).
 var Policies = []Policy{PolicyKV, PolicyRoundRobin, PolicyRandom, PolicyLeastLoaded}
 
 // PolicyHeader is the request header that picks a policy.
@@ -33,7 +37,10 @@ func ParsePolicy(s string) (Policy, error) {
 	case PolicyRoundRobin, PolicyRandom, PolicyLeastLoaded:
 		return Policy(s), nil
 	}
-	return "", fmt.Errorf("policy %q: want %s, %s, %s or %s", s, PolicyKV, PolicyRoundRobin, PolicyRandom, PolicyLeastLoaded)
+	if policy.Known(s) {
+		return Policy(s), nil
+	}
+	return "", fmt.Errorf("policy %q: want one of %s", s, strings.Join(policy.Names(), ", "))
 }
 
 // target is where one request goes.
@@ -44,14 +51,24 @@ type target struct {
 	// policy only; "" otherwise).
 	RequestID string
 	Overlap   uint32
+	// tracker: a peer policy's own load accounting (dynamo's router).
+	tracker      policy.Tracker
+	peer         bool
+	promptTokens int
 }
 
 // pick chooses the worker for a request under a policy and records its
 // load. The caller must call release(t) when the request ends.
 func (p *Proxy) pick(pol Policy, req clientRequest, tokens []uint32) (target, error) {
 	key := indexer.ModelKey{Model: req.Model}
-	if pol == PolicyKV {
+	switch pol {
+	case PolicyKV:
 		return p.pickKV(req, tokens)
+	case PolicyRoundRobin, PolicyRandom, PolicyLeastLoaded:
+	default:
+		t, err := p.pickPeer(pol, req, tokens)
+		t.peer = true
+		return t, err
 	}
 	cands, err := p.ix.Candidates(key)
 	if err != nil {
@@ -120,14 +137,20 @@ func (p *Proxy) pickKV(req clientRequest, tokens []uint32) (target, error) {
 
 // prefillDone marks the request's prefill done (first token).
 func (p *Proxy) prefillDone(t target) {
-	if t.RequestID != "" {
+	switch {
+	case t.tracker != nil:
+		t.tracker.PrefillDone(t.RequestID)
+	case t.RequestID != "" && !t.peer:
 		p.rt.PrefillDone(t.RequestID)
 	}
 }
 
 // release ends the request's load.
 func (p *Proxy) release(t target) {
-	if t.RequestID != "" {
+	switch {
+	case t.peer:
+		p.releasePeer(t)
+	case t.RequestID != "":
 		p.rt.Free(t.RequestID)
 	}
 	p.mu.Lock()

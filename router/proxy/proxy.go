@@ -82,6 +82,7 @@ type Proxy struct {
 	// so the request path never builds a full WorkerInfo.
 	baseURLs map[uint64]string
 	failures map[uint64]int // consecutive failed health checks
+	peers    *peers         // the peers' policies (peers.go)
 
 	stop      chan struct{}
 	stopOnce  sync.Once
@@ -114,9 +115,11 @@ func New(opts Options) (*Proxy, error) {
 	if opts.DefaultPolicy == "" {
 		opts.DefaultPolicy = PolicyKV
 	}
-	if _, err := ParsePolicy(string(opts.DefaultPolicy)); err != nil {
+	pol, err := ParsePolicy(string(opts.DefaultPolicy))
+	if err != nil {
 		return nil, fmt.Errorf("proxy: %w", err)
 	}
+	opts.DefaultPolicy = pol
 	client := opts.Client
 	if client == nil {
 		tr := http.DefaultTransport.(*http.Transport).Clone()
@@ -136,6 +139,7 @@ func New(opts Options) (*Proxy, error) {
 		inflight: map[uint64]int{},
 		baseURLs: map[uint64]string{},
 		failures: map[uint64]int{},
+		peers:    newPeers(),
 		stop:     make(chan struct{}),
 	}, nil
 }

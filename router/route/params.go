@@ -24,8 +24,10 @@ func DefaultParams() Params {
 type Override struct {
 	OverlapScoreCredit *float64 `json:"overlap_score_credit,omitempty"`
 	PrefillLoadScale   *float64 `json:"prefill_load_scale,omitempty"`
-	// OverlapScoreWeight is the deprecated name of PrefillLoadScale;
-	// PrefillLoadScale wins when both are set.
+	// OverlapScoreWeight is the deprecated name of PrefillLoadScale. As
+	// upstream (Dynamo's RouterConfigOverride::try_from), when sent it
+	// wins over PrefillLoadScale, and a weight of 0 also sets the credit
+	// to 0 (the old formula had no credit to keep).
 	OverlapScoreWeight *float64 `json:"overlap_score_weight,omitempty"`
 	RouterTemperature  *float64 `json:"router_temperature,omitempty"`
 }
@@ -33,14 +35,17 @@ type Override struct {
 // With returns p with o's fields applied, validated.
 func (p Params) With(o *Override) (Params, error) {
 	if o != nil {
-		if o.OverlapScoreWeight != nil {
-			p.PrefillLoadScale = *o.OverlapScoreWeight
-		}
 		if o.PrefillLoadScale != nil {
 			p.PrefillLoadScale = *o.PrefillLoadScale
 		}
 		if o.OverlapScoreCredit != nil {
 			p.OverlapScoreCredit = *o.OverlapScoreCredit
+		}
+		if o.OverlapScoreWeight != nil {
+			p.PrefillLoadScale = *o.OverlapScoreWeight
+			if *o.OverlapScoreWeight == 0 {
+				p.OverlapScoreCredit = 0
+			}
 		}
 		if o.RouterTemperature != nil {
 			p.Temperature = *o.RouterTemperature

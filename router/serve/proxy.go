@@ -14,6 +14,7 @@ func (s *Server) attachProxy() error {
 		Indexer: s.ix, Router: s.rt, Logger: s.log, MaxBodyBytes: s.cfg.Limits.MaxBodyBytes,
 		EngineToken: s.cfg.Security.EngineToken, ForwardClientAuthorization: s.cfg.Security.ForwardClientAuthorization,
 		AllowedNetworks: s.nets,
+		DefaultPolicy:   proxy.Policy(s.cfg.Routing.Policy),
 	})
 	if err != nil {
 		return fmt.Errorf("serve: %w", err)

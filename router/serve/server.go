@@ -35,6 +35,9 @@ type Options struct {
 	NewIngest NewIngestFunc
 	// Now is the clock of the indexer and router (tests); nil: time.Now.
 	Now func() time.Time
+	// Seed seeds the router's tie-breaks (tests that compare decisions);
+	// 0: random.
+	Seed uint64
 }
 
 // Server is one kvrouter: the indexer, the router, the ingest layer and
@@ -118,7 +121,7 @@ func New(opts Options) (*Server, error) {
 		PrefillLoadScale:   cfg.Routing.PrefillLoadScale,
 		Temperature:        cfg.Routing.Temperature,
 	}
-	if s.rt, err = route.New(ix, route.Options{Params: &params, RequestTTL: cfg.Routing.RequestTTL, Now: opts.Now}); err != nil {
+	if s.rt, err = route.New(ix, route.Options{Params: &params, RequestTTL: cfg.Routing.RequestTTL, Now: opts.Now, Seed: opts.Seed}); err != nil {
 		return nil, fmt.Errorf("serve: %w", err)
 	}
 	if cfg.NATS.URL != "" {

@@ -1,0 +1,87 @@
+package policy
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/kvhash/kvhash/router/route"
+)
+
+// The reference's weakness of Dynamo's default cost: an 890-block prompt;
+// worker 1 is idle and cold (890 prefill + 890 decode = 1780); worker 2
+// holds 880 of its blocks but runs one unrelated 940-block request whose
+// prefill is done (10 + 940 + 890 = 1840). The cold worker wins.
+func TestDynamoColdWorkerWeakness(t *testing.T) {
+	for _, name := range []string{KVRouter, Dynamo} {
+		t.Run(name, func(t *testing.T) {
+			f := newFleet(t, 2)
+			env := f.env(1)
+			env.Dynamo = route.DefaultParams()
+			p, err := New(name, env)
+			require.NoError(t, err)
+			tr := p.(Tracker)
+			// Worker 2 alone: the unrelated request lands there.
+			i, err := p.Pick(f.query("other", tokens(1_000_000, 940*testBS)), rowsOf(2))
+			require.NoError(t, err)
+			require.Equal(t, 0, i)
+			tr.PrefillDone("other")
+			f.add(1)
+			prompt := tokens(0, 890*testBS)
+			f.store(2, prompt[:880*testBS])
+
+			rt := p.(interface{ Router() *route.Router }).Router()
+			i, err = p.Pick(f.query("q", prompt), rowsOf(1, 2))
+			require.NoError(t, err)
+			assert.Equal(t, 0, i, "the cold idle worker wins")
+			st := rt.Stats()
+			require.Len(t, st.Workers, 2)
+			assert.Equal(t, uint64(890*testBS), st.Workers[0].PrefillTokens, "and pays the whole prefill")
+		})
+	}
+}
+
+// The costs themselves, from the production formula.
+func TestDynamoColdWorkerCosts(t *testing.T) {
+	p := route.DefaultParams()
+	cold, _ := route.Cost(p, testBS, route.Load{DecodeBlocks: 890}, 890*testBS, 0)
+	warm, _ := route.Cost(p, testBS, route.Load{DecodeBlocks: 940 + 890}, 890*testBS, 880)
+	assert.Equal(t, 1780.0, cold)
+	assert.Equal(t, 1840.0, warm)
+	// With a lighter prefill scale the warm worker wins: the knob the
+	// dynamo policy exposes.
+	p.PrefillLoadScale = 0
+	cold, _ = route.Cost(p, testBS, route.Load{DecodeBlocks: 890}, 890*testBS, 0)
+	warm, _ = route.Cost(p, testBS, route.Load{DecodeBlocks: 940 + 890}, 890*testBS, 880)
+	assert.Less(t, cold, warm, "scale 0 is decode blocks alone")
+}
+
+// Dynamo with its knobs: a full credit for a cached prompt sends it where
+// it is cached, though that worker is busier; a zero credit ignores the
+// cache (load only). Worker 2 holds the 40-block prompt and runs a
+// 2-block request still in prefill:
+//
+//	credit 1: worker 2 = (8+160)/4 - 40 + (2+40) = 44; worker 1 = 40 + 40 = 80
+//	credit 0: worker 2 = (8+160)/4 + (2+40) = 84;      worker 1 = 80
+func TestDynamoKnobs(t *testing.T) {
+	for _, tc := range []struct {
+		credit float64
+		want   int
+		cost   float64
+	}{{1, 1, 44}, {0, 0, 80}} {
+		f := newFleet(t, 2)
+		prompt := tokens(0, 40*testBS)
+		f.store(2, prompt)
+		env := f.env(1)
+		env.Dynamo = route.Params{OverlapScoreCredit: tc.credit, PrefillLoadScale: 1}
+		p, err := New(Dynamo, env)
+		require.NoError(t, err)
+		_, err = p.Pick(f.query("busy", tokens(5000, 2*testBS)), rowsOf(2))
+		require.NoError(t, err)
+		f.add(1)
+		i, err := p.Pick(f.query("q", prompt), rowsOf(1, 2))
+		require.NoError(t, err)
+		assert.Equal(t, tc.want, i, "credit %v", tc.credit)
+	}
+}

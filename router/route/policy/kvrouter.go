@@ -1,0 +1,57 @@
+package policy
+
+import (
+	"github.com/kvhash/kvhash/core"
+	"github.com/kvhash/kvhash/router/route"
+)
+
+// The registered names of the router-backed policies.
+const (
+	KVRouter = "kvrouter"
+	Dynamo   = "dynamo"
+)
+
+func init() {
+	Register(KVRouter, func(env Env) (Policy, error) { return newRouterPolicy(KVRouter, env, route.DefaultParams()) })
+	Register(Dynamo, func(env Env) (Policy, error) { return newRouterPolicy(Dynamo, env, env.Dynamo) })
+}
+
+// routerPolicy is the production router (router/route) as a policy: the
+// same Route, PrefillDone and Free the service calls, over the production
+// index. kvrouter runs it with Dynamo's default knobs; dynamo with the
+// knobs given (Env.Dynamo: overlap_score_credit, prefill_load_scale,
+// router_temperature). Dynamo's credit decay (k), shared-tier credit (s)
+// and per-request weight (alpha) default to 0, where the formula is the
+// one router/route computes; they are not modelled.
+type routerPolicy struct {
+	name string
+	rt   *route.Router
+	env  Env
+}
+
+func newRouterPolicy(name string, env Env, p route.Params) (*routerPolicy, error) {
+	rt, err := route.New(env.Indexer, route.Options{Params: &p, Seed: env.Seed, Now: env.Now, RequestTTL: env.RequestTTL})
+	if err != nil {
+		return nil, err
+	}
+	return &routerPolicy{name: name, rt: rt, env: env}, nil
+}
+
+func (p *routerPolicy) Name() string { return p.name }
+
+// Router is the production router behind the policy (its load table is
+// what the service's /v1/route keeps).
+func (p *routerPolicy) Router() *route.Router { return p.rt }
+
+func (p *routerPolicy) Pick(q *Query, rows []Row) (int, error) {
+	d, err := p.rt.Route(route.Request{Model: p.env.Model, TokenIDs: q.Tokens, RequestID: q.RequestID})
+	if err != nil {
+		return 0, err
+	}
+	return rowOf(rows, workerOf(d))
+}
+
+func (p *routerPolicy) PrefillDone(id string) { p.rt.PrefillDone(id) }
+func (p *routerPolicy) Free(id string)        { p.rt.Free(id) }
+
+func workerOf(d route.Decision) core.Worker { return core.Worker{ID: d.WorkerID, DPRank: d.DPRank} }

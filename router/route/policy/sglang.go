@@ -1,0 +1,113 @@
+package policy
+
+import "github.com/kvhash/kvhash/core"
+
+// SGLang is SGLang model gateway's cache_aware policy.
+const SGLang = "sglang"
+
+func init() { Register(SGLang, func(env Env) (Policy, error) { return newSGLang(env), nil }) }
+
+// SGLang's defaults (sgl-model-gateway, CacheAwareConfig).
+const (
+	sglangBalanceAbs   = 64
+	sglangBalanceRel   = 1.5
+	sglangMatchRateMin = 0.3
+)
+
+// sglang is cache_aware (sgl-model-gateway/src/policies/cache_aware.rs):
+//
+//	load = the router's own in-flight requests per worker
+//	if max - min > 64 and max > 1.5 * min: the least loaded
+//	else the longest match in its own approximate tree; match rate =
+//	     matched / prompt tokens; > 0.3: the worker holding the match,
+//	     else the least loaded
+//	then the prompt is inserted into the tree under the chosen worker
+//
+// Ties for the least loaded go to the first worker (min_by_key); the doc
+// comment's "smallest tree" for the low-match case is not what the code
+// does. The tree here is over the router's token blocks (chained hashes),
+// not single tokens: a match is counted in whole blocks, so it can fall
+// short of upstream's by less than a block. The deepest matched block's
+// most recent worker is the match's worker. Upstream evicts past 2^26
+// tokens, far beyond a simulated run; entries here are not evicted.
+type sglang struct {
+	blockSize int
+	tree      map[uint64][]tenantAccess
+	tick      uint64
+}
+
+type tenantAccess struct {
+	worker core.Worker
+	at     uint64
+}
+
+func newSGLang(env Env) *sglang {
+	bs := 16
+	if env.Indexer != nil {
+		bs = env.Indexer.BlockSize()
+	}
+	return &sglang{blockSize: bs, tree: map[uint64][]tenantAccess{}}
+}
+
+func (*sglang) Name() string { return SGLang }
+
+func (p *sglang) Pick(q *Query, rows []Row) (int, error) {
+	load := func(i int) int { return rows[i].Requests }
+	lo, hi := load(0), load(0)
+	for i := range rows {
+		lo, hi = min(lo, load(i)), max(hi, load(i))
+	}
+	pick := -1
+	if !(hi-lo > sglangBalanceAbs && float64(hi) > sglangBalanceRel*float64(lo)) {
+		matched, w := p.longestMatch(q.Blocks)
+		if len(q.Tokens) > 0 && float64(matched*p.blockSize)/float64(len(q.Tokens)) > sglangMatchRateMin {
+			if i, err := rowOf(rows, w); err == nil {
+				pick = i
+			}
+		}
+	}
+	if pick < 0 {
+		pick = argminFirst(len(rows), load)
+	}
+	p.insert(q.Blocks, rows[pick].Worker)
+	return pick, nil
+}
+
+// longestMatch returns how many leading blocks some worker was sent, and
+// the most recent such worker of the deepest one.
+func (p *sglang) longestMatch(blocks []uint64) (int, core.Worker) {
+	n := 0
+	var last []tenantAccess
+	for _, h := range blocks {
+		t := p.tree[h]
+		if len(t) == 0 {
+			break
+		}
+		n, last = n+1, t
+	}
+	var w core.Worker
+	var at uint64
+	for _, t := range last {
+		if t.at >= at {
+			w, at = t.worker, t.at
+		}
+	}
+	return n, w
+}
+
+func (p *sglang) insert(blocks []uint64, w core.Worker) {
+	p.tick++
+	for _, h := range blocks {
+		t := p.tree[h]
+		found := false
+		for i := range t {
+			if t[i].worker == w {
+				t[i].at, found = p.tick, true
+				break
+			}
+		}
+		if !found {
+			p.tree[h] = append(t, tenantAccess{worker: w, at: p.tick})
+		}
+	}
+}

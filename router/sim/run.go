@@ -1,0 +1,421 @@
+package sim
+
+import (
+	"cmp"
+	"container/heap"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/kvhash/kvhash/core"
+	"github.com/kvhash/kvhash/internal/mooncake"
+	"github.com/kvhash/kvhash/router/engine"
+	"github.com/kvhash/kvhash/router/indexer"
+	"github.com/kvhash/kvhash/router/ingest"
+	"github.com/kvhash/kvhash/router/route/policy"
+)
+
+// model names the simulated fleet's one model.
+const model = "sim"
+
+// epoch is virtual time zero for the routers' clocks.
+var epoch = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+
+// tokenRunsCached: hash ids whose token runs a run keeps (4 MiB).
+const tokenRunsCached = 2048
+
+// maxZeroSteps: consecutive steps of no duration on one engine before a
+// run is declared stuck (an engine that cannot make progress).
+const maxZeroSteps = 10_000
+
+// runSpec is one (policy, arrival stretch, seed).
+type runSpec struct {
+	policy    string
+	load      float64 // offered prefill over fleet prefill capacity
+	rateScale float64 // arrival-rate multiplier over the trace's
+	seed      uint64
+}
+
+// request is one trace request in flight.
+type request struct {
+	line      *mooncake.Request[float64] // its trace line: its tokens, made again when needed
+	arrival   time.Duration
+	firstAt   time.Duration
+	hasFirst  bool
+	generated int
+}
+
+// engineState is one engine of the fleet and what the router side knows
+// of it.
+type engineState struct {
+	e       *engine.Engine
+	worker  core.Worker
+	busy    bool
+	end     time.Duration     // when the pending step ends
+	pending engine.StepResult // its events, delivered at end
+	zero    int               // consecutive zero-duration steps
+	seq     uint64            // its KV event stream's next seq
+	scraped policy.Metrics    // its gauges as last scraped
+	// The router's own in-flight accounting (Row.Requests, Row.Tokens).
+	requests, tokens int
+	prefillTokens    int // prompt tokens it computed (recomputes included)
+}
+
+// runner is one run's whole state.
+type runner struct {
+	cfg     *Config
+	spec    runSpec
+	trace   []int // request indexes in arrival order
+	arrive  []time.Duration
+	now     time.Duration
+	ix      *indexer.Indexer
+	pol     policy.Policy
+	tracker policy.Tracker
+	overlap bool
+	engines []*engineState
+	steps   stepHeap
+	live    map[string]*request
+	out     outcomes
+	rows    []policy.Row
+	// record, when set (tests), hears every operation the router side
+	// performs, in order.
+	record func(op)
+	runs   *tokenRuns
+	// scratch
+	toks     []uint32 // the prompt being routed
+	pubToks  []uint32 // the token ids of a batch's stores
+	local    []uint64
+	overlaps []indexer.Overlap
+	batch    ingest.Batch
+}
+
+// outcomes is what a run measured, per finished request and per fleet.
+type outcomes struct {
+	ttft, tpot, e2e []float64 // seconds
+	good            int
+	failed          int
+	promptTokens    int
+	cachedTokens    int
+}
+
+func newRunner(cfg *Config, spec runSpec, order []int, arrive []time.Duration) (*runner, error) {
+	bs := cfg.Engine.BlockSize
+	r := &runner{cfg: cfg, spec: spec, trace: order, arrive: arrive, live: map[string]*request{}, runs: newTokenRuns(tokenRunsCached)}
+	ix, err := indexer.New(indexer.Options{BlockSize: bs, Mode: core.ModeWarn, Now: r.clock})
+	if err != nil {
+		return nil, err
+	}
+	r.ix = ix
+	for i := range cfg.Engines {
+		e, err := engine.New(cfg.Engine)
+		if err != nil {
+			return nil, err
+		}
+		w := core.Worker{ID: uint64(i + 1)}
+		if _, err := ix.AddWorker(indexer.WorkerSpec{WorkerID: w.ID, Model: model, EngineHash: "off"}); err != nil {
+			return nil, err
+		}
+		r.engines = append(r.engines, &engineState{e: e, worker: w})
+	}
+	r.pol, err = policy.New(spec.policy, policy.Env{
+		Seed: spec.seed, Indexer: ix, Model: model, EngineBlocks: cfg.Engine.NumBlocks,
+		Dynamo: cfg.Dynamo, Now: r.clock, RequestTTL: 1000 * time.Hour,
+	})
+	if err != nil {
+		return nil, err
+	}
+	r.tracker, _ = r.pol.(policy.Tracker)
+	if o, ok := r.pol.(policy.OverlapReader); ok {
+		r.overlap = o.ReadsOverlap()
+	}
+	r.rows = make([]policy.Row, cfg.Engines)
+	return r, nil
+}
+
+func (r *runner) clock() time.Time { return epoch.Add(r.now) }
+
+const never = time.Duration(1<<63 - 1)
+
+// run replays the whole trace: the next event is the earliest of an
+// engine's step end, a scrape and an arrival (in that order at equal
+// times: a step's events are known before what happens at its end).
+func (r *runner) run(reqs []mooncake.Request[float64]) error {
+	next := 0
+	scrape := time.Duration(0)
+	for {
+		tArr := never
+		if next < len(r.trace) {
+			tArr = r.arrive[r.trace[next]]
+		}
+		tStep := never
+		if len(r.steps) > 0 {
+			tStep = r.steps[0].at
+		}
+		if tArr == never && tStep == never {
+			return nil
+		}
+		switch {
+		case tStep <= scrape && tStep <= tArr:
+			s := heap.Pop(&r.steps).(stepEvent)
+			r.now = s.at
+			if err := r.stepEnded(s.engine); err != nil {
+				return err
+			}
+		case scrape <= tArr:
+			r.now = scrape
+			for _, e := range r.engines {
+				st := e.e.Stats()
+				e.scraped = policy.Metrics{Waiting: st.Waiting, Running: st.Running, KVUsage: st.KVUsage}
+			}
+			scrape += r.cfg.ScrapeInterval
+		default:
+			r.now = tArr
+			if err := r.arrived(&reqs[r.trace[next]], r.trace[next]); err != nil {
+				return err
+			}
+			next++
+		}
+	}
+}
+
+// arrived routes a request and hands it to the chosen engine.
+func (r *runner) arrived(q *mooncake.Request[float64], idx int) error {
+	id := "r" + strconv.Itoa(idx)
+	toks := r.runs.appendTokens(r.toks[:0], q)
+	r.toks = toks
+	var err error
+	r.local, err = r.ix.AppendPromptHashes(r.local[:0], toks, indexer.PromptOptions{})
+	if err != nil {
+		return err
+	}
+	seq := core.SequenceHashes(r.local)
+	for i, e := range r.engines {
+		r.rows[i] = policy.Row{Worker: e.worker, Requests: e.requests, Tokens: e.tokens, Metrics: e.scraped}
+	}
+	if r.overlap {
+		r.overlaps, err = r.ix.AppendOverlaps(r.overlaps[:0], indexer.ModelKey{Model: model}, r.local, false)
+		if err != nil {
+			return err
+		}
+		for _, o := range r.overlaps {
+			r.rows[o.Worker.ID-1].Overlap = o.Blocks
+		}
+	}
+	pick, err := r.pol.Pick(&policy.Query{RequestID: id, Tokens: toks, Blocks: seq}, r.rows)
+	if err != nil {
+		return fmt.Errorf("request %d: %s: %w", idx, r.spec.policy, err)
+	}
+	if r.record != nil {
+		r.record(op{kind: opRoute, id: id, tokens: toks, worker: r.engines[pick].worker})
+	}
+	out := max(1, q.OutputLength)
+	e := r.engines[pick]
+	if err := e.e.Add(engine.Request{ID: id, BlockHashes: seq, PromptTokens: q.InputLength, OutputTokens: out}); err != nil {
+		if !errors.Is(err, engine.ErrTooLarge) && !errors.Is(err, engine.ErrBadRequest) {
+			return fmt.Errorf("request %d: %w", idx, err)
+		}
+		r.out.failed++
+		r.free(id)
+		return nil
+	}
+	r.live[id] = &request{line: q, arrival: r.now}
+	e.requests++
+	e.tokens += q.InputLength
+	if !e.busy {
+		return r.startStep(pick)
+	}
+	return nil
+}
+
+// startStep runs engine i's next step now; its events are delivered at
+// its end.
+func (r *runner) startStep(i int) error {
+	e := r.engines[i]
+	e.pending = e.e.Step()
+	if e.pending.Duration <= 0 {
+		e.zero++
+		if e.zero > maxZeroSteps {
+			return fmt.Errorf("engine %d makes no progress at %v", i, r.now)
+		}
+	} else {
+		e.zero = 0
+	}
+	e.busy = true
+	heap.Push(&r.steps, stepEvent{at: r.now + e.pending.Duration, engine: i})
+	return nil
+}
+
+// stepEnded delivers engine i's step events at their time, then starts
+// its next step unless it is idle.
+func (r *runner) stepEnded(i int) error {
+	e := r.engines[i]
+	res := &e.pending
+	e.busy = false
+	e.prefillTokens += res.PrefillTokens
+	if err := r.publish(e, res); err != nil {
+		return err
+	}
+	for _, id := range res.FirstTokens {
+		q := r.live[id]
+		if q == nil || q.hasFirst {
+			continue
+		}
+		q.firstAt, q.hasFirst = r.now, true
+		if r.tracker != nil {
+			r.tracker.PrefillDone(id)
+		}
+		if r.record != nil {
+			r.record(op{kind: opPrefillDone, id: id})
+		}
+	}
+	for _, id := range res.Generated {
+		if q := r.live[id]; q != nil {
+			q.generated++
+			e.tokens++
+		}
+	}
+	for _, f := range res.Finished {
+		q := r.live[f.ID]
+		if q == nil {
+			continue
+		}
+		r.finish(q, f)
+		delete(r.live, f.ID)
+		e.requests--
+		e.tokens -= q.line.InputLength + q.generated
+		r.free(f.ID)
+	}
+	if !e.e.Idle() {
+		return r.startStep(i)
+	}
+	return nil
+}
+
+// publish hands the step's KV events to the production indexer as one
+// batch of the engine's stream: evictions first (a step allocates, and so
+// evicts, before it computes and stores), then stores with their tokens.
+func (r *runner) publish(e *engineState, res *engine.StepResult) error {
+	if len(res.Removed) == 0 && len(res.Stored) == 0 {
+		return nil
+	}
+	bs := r.cfg.Engine.BlockSize
+	evs := r.batch.Events[:0]
+	if len(res.Removed) > 0 {
+		evs = append(evs, ingest.Event{Kind: ingest.BlockRemoved, BlockHashes: res.Removed})
+	}
+	// Every store's tokens into one buffer first, sliced once it is whole
+	// (appending could move it).
+	toks := r.pubToks[:0]
+	for k := range res.Stored {
+		s := &res.Stored[k]
+		q := r.live[s.RequestID]
+		if q == nil {
+			return fmt.Errorf("engine %d stored blocks of unknown request %q", e.worker.ID, s.RequestID)
+		}
+		toks = r.runs.appendRange(toks, q.line, s.FirstBlock*bs, (s.FirstBlock+len(s.Hashes))*bs)
+	}
+	r.pubToks = toks
+	at := 0
+	for k := range res.Stored {
+		s := &res.Stored[k]
+		n := len(s.Hashes) * bs
+		ev := ingest.Event{Kind: ingest.BlockStored, BlockHashes: s.Hashes, BlockSize: bs, TokenIDs: toks[at : at+n : at+n]}
+		at += n
+		if s.HasParent {
+			p := s.Parent
+			ev.ParentHash = &p
+		}
+		evs = append(evs, ev)
+	}
+	r.batch = ingest.Batch{Seq: e.seq, Events: evs}
+	e.seq++
+	if r.record != nil {
+		r.record(op{kind: opEvents, worker: e.worker, batch: &r.batch})
+	}
+	r.ix.HandleBatch(ingest.Source{Model: model, WorkerID: e.worker.ID}, &r.batch)
+	return nil
+}
+
+// free ends a request's load in the policy's router.
+func (r *runner) free(id string) {
+	if r.tracker != nil {
+		r.tracker.Free(id)
+	}
+	if r.record != nil {
+		r.record(op{kind: opFree, id: id})
+	}
+}
+
+// op is one operation of the router side, for tests that replay a run
+// through the service.
+type op struct {
+	kind   opKind
+	id     string
+	tokens []uint32 // valid during the call only
+	worker core.Worker
+	batch  *ingest.Batch // valid during the call only
+}
+
+type opKind uint8
+
+const (
+	opEvents opKind = iota + 1
+	opRoute
+	opPrefillDone
+	opFree
+)
+
+// finish records a finished request's latencies.
+func (r *runner) finish(q *request, f engine.Finished) {
+	ttft := (q.firstAt - q.arrival).Seconds()
+	e2e := (r.now - q.arrival).Seconds()
+	tpot := 0.0
+	if f.OutputTokens > 1 {
+		tpot = (r.now - q.firstAt).Seconds() / float64(f.OutputTokens-1)
+		r.out.tpot = append(r.out.tpot, tpot)
+	}
+	r.out.ttft = append(r.out.ttft, ttft)
+	r.out.e2e = append(r.out.e2e, e2e)
+	r.out.promptTokens += f.PromptTokens
+	r.out.cachedTokens += f.CachedTokens
+	if ttft <= r.cfg.SLO.TTFT.Seconds() && tpot <= r.cfg.SLO.TPOT.Seconds() {
+		r.out.good++
+	}
+}
+
+// stepEvent is an engine's pending step end; the heap orders them by
+// time, then engine (deterministic).
+type stepEvent struct {
+	at     time.Duration
+	engine int
+}
+
+type stepHeap []stepEvent
+
+func (h stepHeap) Len() int { return len(h) }
+func (h stepHeap) Less(i, j int) bool {
+	if h[i].at != h[j].at {
+		return h[i].at < h[j].at
+	}
+	return h[i].engine < h[j].engine
+}
+func (h stepHeap) Swap(i, j int) { h[i], h[j] = h[j], h[i] }
+func (h *stepHeap) Push(x any)   { *h = append(*h, x.(stepEvent)) }
+func (h *stepHeap) Pop() any {
+	old := *h
+	x := old[len(old)-1]
+	*h = old[:len(old)-1]
+	return x
+}
+
+// arrivalOrder returns the requests' indexes by timestamp (stable).
+func arrivalOrder(reqs []mooncake.Request[float64]) []int {
+	order := make([]int, len(reqs))
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortStableFunc(order, func(a, b int) int { return cmp.Compare(reqs[a].Timestamp, reqs[b].Timestamp) })
+	return order
+}
