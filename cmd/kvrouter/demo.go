@@ -69,8 +69,8 @@ Flags:
 		}
 		pols = append(pols, p)
 	}
-	if *engines < 1 || *speedup <= 0 || *requests < 0 {
-		fmt.Fprintln(stderr, "kvrouter demo: --engines must be >= 1, --speedup > 0, --requests >= 0")
+	if msg := checkDemoFlags(*engines, *speedup, *requests, *sample, *unstable, *replicas, *numBlocks, *blockSize, *maxRunning); msg != "" {
+		fmt.Fprintln(stderr, "kvrouter demo: "+msg)
 		return 2
 	}
 	reqs, name, err := loadTrace(*trace, *sample, *requests, stdout)
@@ -128,6 +128,33 @@ Flags:
 	}
 	fmt.Fprintf(stdout, "demo took %.0fs; engines' logs in %s\n", time.Since(start).Seconds(), *logDir)
 	return 0
+}
+
+// checkDemoFlags names the first flag out of its range ("" when all are
+// in range): a value the demo cannot run with is an error at start, not
+// an engine that never starts or a scenario silently skipped.
+func checkDemoFlags(engines int, speedup float64, requests, sample, unstable, replicas, numBlocks, blockSize, maxRunning int) string {
+	switch {
+	case engines < 1:
+		return "--engines must be >= 1"
+	case !(speedup > 0):
+		return "--speedup must be > 0"
+	case requests < 0:
+		return "--requests must be >= 0"
+	case sample < 0:
+		return "--sample must be >= 0 (0: automatic)"
+	case unstable < -1 || unstable >= engines:
+		return fmt.Sprintf("--unstable-engine must be -1 (none) or an engine's index, 0 to %d", engines-1)
+	case replicas < 1:
+		return "--replicas must be >= 1"
+	case numBlocks < 1:
+		return "--num-blocks must be >= 1"
+	case blockSize < 1:
+		return "--block-size must be >= 1"
+	case maxRunning < 1:
+		return "--max-running must be >= 1"
+	}
+	return ""
 }
 
 // maxDemoRequests keeps the default demo under two minutes on two cores.
