@@ -102,11 +102,13 @@ func (p *Proxy) pick(pol Policy, req clientRequest, tokens []uint32) (target, er
 }
 
 func (p *Proxy) pickKV(req clientRequest, tokens []uint32) (target, error) {
-	id := fmt.Sprintf("kvp-%d", p.nextID.Add(1))
-	d, err := p.rt.Route(route.Request{Model: req.Model, TokenIDs: tokens, CacheSalt: req.CacheSalt, RequestID: id})
+	// The router names the request: a name the proxy made up could be one
+	// a client of /v1/route already uses.
+	d, err := p.rt.Route(route.Request{Model: req.Model, TokenIDs: tokens, CacheSalt: req.CacheSalt})
 	if err != nil {
 		return target{}, routeError(err)
 	}
+	id := d.RequestID
 	u := p.baseURL(d.WorkerID)
 	if u == "" {
 		p.rt.Free(id)

@@ -61,7 +61,6 @@ type Proxy struct {
 	client *http.Client
 	stats  *Stats
 
-	nextID atomic.Uint64
 	rrNext atomic.Uint64
 
 	mu       sync.Mutex

@@ -178,16 +178,15 @@ func (r *Router) RouteAppend(dst []Candidate, req Request) (Decision, error) {
 	// slice, not scratch.
 	seq := core.SequenceHashes(local)
 	id := req.RequestID
-	if id == "" {
-		id = "kvr-" + strconv.FormatUint(r.nextID.Add(1), 10)
-	}
 	blockSize := r.ix.BlockSize()
 
 	out := slices.Grow(dst[:0], len(cands))[:len(cands)]
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.expireLocked(r.now())
-	if r.load.has(id) {
+	if id == "" {
+		id = r.newIDLocked()
+	} else if r.load.has(id) {
 		return Decision{}, fmt.Errorf("route: %w: %q", ErrDuplicateRequest, id)
 	}
 	cache := r.slotCaches[key]
@@ -230,6 +229,18 @@ func (r *Router) RouteAppend(dst []Candidate, req Request) (Decision, error) {
 		WorkerID: chosen.WorkerID, DPRank: chosen.DPRank, OverlapBlocks: chosen.OverlapBlocks,
 		Cost: chosen.Cost, RequestID: id, Candidates: out,
 	}, nil
+}
+
+// newIDLocked names a request the client did not name: "kvr-N", skipping
+// the names clients gave requests still active (a client may send any
+// name, "kvr-3" too).
+func (r *Router) newIDLocked() string {
+	for {
+		id := "kvr-" + strconv.FormatUint(r.nextID.Add(1), 10)
+		if !r.load.has(id) {
+			return id
+		}
+	}
 }
 
 // PrefillDone marks a request's prefill done: its tokens stop counting as

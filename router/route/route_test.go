@@ -261,3 +261,22 @@ func TestExpiryQueueStaysBounded(t *testing.T) {
 	assert.Equal(t, 1, f.r.Expire(), "the live request still expires")
 	assert.Zero(t, f.r.Stats().ActiveRequests)
 }
+
+// The names the router makes up never take a name a client gave a
+// request still active: "kvr-1" routed by a client, the next generated
+// name is another.
+func TestGeneratedRequestIDsSkipClientNames(t *testing.T) {
+	f := newFixture(t, 2, Options{})
+	for _, id := range []string{"kvr-1", "kvr-2", "kvr-4"} {
+		_, err := f.r.Route(Request{Model: "m", TokenIDs: tokens(1, 8), RequestID: id})
+		require.NoError(t, err)
+	}
+	seen := map[string]bool{"kvr-1": true, "kvr-2": true, "kvr-4": true}
+	for range 3 {
+		d, err := f.r.Route(Request{Model: "m", TokenIDs: tokens(1, 8)})
+		require.NoError(t, err)
+		assert.False(t, seen[d.RequestID], "generated %q twice", d.RequestID)
+		seen[d.RequestID] = true
+	}
+	assert.Equal(t, 6, f.r.Stats().ActiveRequests)
+}
