@@ -104,7 +104,10 @@ func (p *Proxy) pick(pol Policy, req clientRequest, tokens []uint32) (target, er
 func (p *Proxy) pickKV(req clientRequest, tokens []uint32) (target, error) {
 	// The router names the request: a name the proxy made up could be one
 	// a client of /v1/route already uses.
-	d, err := p.rt.Route(route.Request{Model: req.Model, TokenIDs: tokens, CacheSalt: req.CacheSalt})
+	// Only the workers it can forward to: a worker registered without a
+	// base_url is a candidate for /v1/route's clients, not for the proxy.
+	reachable := func(id uint64) bool { return p.baseURL(id) != "" }
+	d, err := p.rt.Route(route.Request{Model: req.Model, TokenIDs: tokens, CacheSalt: req.CacheSalt, Reachable: reachable})
 	if err != nil {
 		return target{}, routeError(err)
 	}

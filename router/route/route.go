@@ -49,6 +49,9 @@ type Request struct {
 	// router name it (the name is in the Decision).
 	RequestID string
 	Override  *Override
+	// Reachable, when set, keeps only the workers it accepts as
+	// candidates (the proxy's: those it has a base URL for); nil: all.
+	Reachable func(workerID uint64) bool
 }
 
 // Candidate is one worker rank's score for a request.
@@ -161,6 +164,9 @@ func (r *Router) RouteAppend(dst []Candidate, req Request) (Decision, error) {
 	cands, err := r.ix.AppendCandidates(sc.cands[:0], key)
 	if err != nil {
 		return Decision{}, fmt.Errorf("route: %w", err)
+	}
+	if req.Reachable != nil {
+		cands = slices.DeleteFunc(cands, func(c indexer.Candidate) bool { return !req.Reachable(c.Worker.ID) })
 	}
 	sc.cands = cands
 	if len(cands) == 0 {

@@ -280,3 +280,17 @@ func TestGeneratedRequestIDsSkipClientNames(t *testing.T) {
 	}
 	assert.Equal(t, 6, f.r.Stats().ActiveRequests)
 }
+
+// Reachable keeps only the workers it accepts, even against a better
+// overlap elsewhere; none reachable is ErrNoCandidates.
+func TestRouteOnlyToReachableWorkers(t *testing.T) {
+	f := newFixture(t, 3, Options{})
+	prompt := tokens(1, 16)
+	f.cache(1, prompt, 4)
+	d, err := f.r.Route(Request{Model: "m", TokenIDs: prompt, Reachable: func(id uint64) bool { return id != 1 }})
+	require.NoError(t, err)
+	assert.NotEqual(t, uint64(1), d.WorkerID)
+	assert.Len(t, d.Candidates, 2)
+	_, err = f.r.Route(Request{Model: "m", TokenIDs: prompt, Reachable: func(uint64) bool { return false }})
+	assert.ErrorIs(t, err, ErrNoCandidates)
+}
