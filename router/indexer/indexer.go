@@ -138,6 +138,7 @@ func (x *Indexer) addWorker(spec WorkerSpec, update bool) (bool, error) {
 	if spec.DPSize == 0 {
 		spec.DPSize = 1
 	}
+	spec.Tenant = CanonicalTenant(spec.Tenant)
 	key := ModelKey{Model: spec.Model, Tenant: spec.Tenant}
 	setting, err := ParseEngineHash(spec.EngineHash)
 	if err != nil {

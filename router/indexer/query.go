@@ -36,6 +36,7 @@ func coreOptions(lora, salt string) core.Options {
 }
 
 func (x *Indexer) index(key ModelKey) (*core.Index, error) {
+	key = key.canonical()
 	x.mu.RLock()
 	ix, ok := x.indexes[key]
 	x.mu.RUnlock()
@@ -101,6 +102,7 @@ func (x *Indexer) Candidates(key ModelKey) ([]Candidate, error) {
 
 // AppendCandidates is Candidates appending to dst.
 func (x *Indexer) AppendCandidates(dst []Candidate, key ModelKey) ([]Candidate, error) {
+	key = key.canonical()
 	x.mu.RLock()
 	defer x.mu.RUnlock()
 	if _, ok := x.indexes[key]; !ok {

@@ -23,14 +23,9 @@ import (
 // being kvrouter's "" (so both APIs share one index); its legacy tenant_id
 // is accepted and ignored, as Dynamo does.
 
-const dynamoDefaultGroup = "default"
+const dynamoDefaultGroup = indexer.DefaultTenant
 
-func groupToTenant(g string) string {
-	if g == dynamoDefaultGroup {
-		return ""
-	}
-	return g
-}
+func groupToTenant(g string) string { return indexer.CanonicalTenant(g) }
 
 func tenantToGroup(t string) string {
 	if t == "" {
