@@ -32,6 +32,8 @@ type loadTable struct {
 	// however high the request rate.
 	order []orderEntry
 	dead  int
+	// requestsPeak: see shrink.go.
+	requestsPeak peak
 }
 
 type request struct {
@@ -51,6 +53,7 @@ type rankLoad struct {
 	requests      int
 	prefillTokens uint64
 	blocks        map[uint64]uint32 // sequence hash -> active requests holding it
+	blocksPeak    peak
 }
 
 // idleSweepMin: idle slots kept before a sweep is considered.
@@ -149,6 +152,7 @@ func (t *loadTable) add(id string, w core.Worker, prefillTokens uint64, seq []ui
 	s := t.slot(w)
 	rq := &request{slot: s, prefillTokens: prefillTokens, blocks: seq, at: now}
 	t.requests[id] = rq
+	t.requestsPeak.grew(len(t.requests))
 	t.order = append(t.order, orderEntry{id: id, req: rq})
 	rl := t.ranks[s]
 	if rl.requests == 0 {
@@ -163,6 +167,7 @@ func (t *loadTable) add(id string, w core.Worker, prefillTokens uint64, seq []ui
 		}
 		rl.blocks[h] = n + 1
 	}
+	rl.blocksPeak.grew(len(rl.blocks))
 }
 
 func (t *loadTable) prefillDone(id string) bool {
@@ -193,6 +198,9 @@ func (t *loadTable) release(id string) bool {
 		return false
 	}
 	delete(t.requests, id)
+	if t.requestsPeak.shrunk(len(t.requests)) {
+		t.requests = rebuilt(t.requests)
+	}
 	t.dead++
 	rl := t.ranks[rq.slot]
 	rl.requests--
@@ -205,6 +213,13 @@ func (t *loadTable) release(id string) bool {
 			rl.blocks[h] = n
 		}
 	}
+	// Its order entry may outlive it (dead entries are dropped in bulk):
+	// the entry must not keep its blocks.
+	rq.blocks = nil
+	if rl.blocksPeak.shrunk(len(rl.blocks)) {
+		rl.blocks = rebuilt(rl.blocks)
+	}
+	t.holders.compact()
 	if rl.requests == 0 {
 		t.idle++
 		if t.idle > idleSweepMin && t.idle > len(t.slotOf)-t.idle {
