@@ -107,7 +107,10 @@ func (p *Proxy) pickKV(req clientRequest, tokens []uint32) (target, error) {
 	// Only the workers it can forward to: a worker registered without a
 	// base_url is a candidate for /v1/route's clients, not for the proxy.
 	reachable := func(id uint64) bool { return p.baseURL(id) != "" }
-	d, err := p.rt.Route(route.Request{Model: req.Model, TokenIDs: tokens, CacheSalt: req.CacheSalt, Reachable: reachable})
+	d, err := p.rt.Route(route.Request{Model: req.Model, TokenIDs: tokens, CacheSalt: req.CacheSalt, Reachable: reachable,
+		// The proxy frees what it forwards when the answer ends: a stream
+		// longer than the request TTL still counts as load.
+		Held: true})
 	if err != nil {
 		return target{}, routeError(err)
 	}

@@ -41,6 +41,9 @@ type request struct {
 	prefillTokens uint64 // 0 once prefill is done
 	blocks        []uint64
 	at            time.Time
+	// held: the request never expires (its caller frees it); it has no
+	// order entry.
+	held bool
 }
 
 type orderEntry struct {
@@ -148,12 +151,15 @@ func (t *loadTable) slot(w core.Worker) int32 {
 	return s
 }
 
-func (t *loadTable) add(id string, w core.Worker, prefillTokens uint64, seq []uint64, now time.Time) {
+// add records a request's load; held requests never expire.
+func (t *loadTable) add(id string, w core.Worker, prefillTokens uint64, seq []uint64, now time.Time, held bool) {
 	s := t.slot(w)
-	rq := &request{slot: s, prefillTokens: prefillTokens, blocks: seq, at: now}
+	rq := &request{slot: s, prefillTokens: prefillTokens, blocks: seq, at: now, held: held}
 	t.requests[id] = rq
 	t.requestsPeak.grew(len(t.requests))
-	t.order = append(t.order, orderEntry{id: id, req: rq})
+	if !held {
+		t.order = append(t.order, orderEntry{id: id, req: rq})
+	}
 	rl := t.ranks[s]
 	if rl.requests == 0 {
 		t.idle--
@@ -201,7 +207,9 @@ func (t *loadTable) release(id string) bool {
 	if t.requestsPeak.shrunk(len(t.requests)) {
 		t.requests = rebuilt(t.requests)
 	}
-	t.dead++
+	if !rq.held {
+		t.dead++
+	}
 	rl := t.ranks[rq.slot]
 	rl.requests--
 	rl.prefillTokens -= rq.prefillTokens

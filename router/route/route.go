@@ -52,6 +52,9 @@ type Request struct {
 	// Reachable, when set, keeps only the workers it accepts as
 	// candidates (the proxy's: those it has a base URL for); nil: all.
 	Reachable func(workerID uint64) bool
+	// Held: the caller frees the request itself, however long it runs
+	// (the proxy, for the requests it forwards): it never expires.
+	Held bool
 }
 
 // Candidate is one worker rank's score for a request.
@@ -226,7 +229,7 @@ func (r *Router) RouteAppend(dst []Candidate, req Request) (Decision, error) {
 	pick := r.pickLocked(out, p.Temperature)
 	chosen := out[pick]
 	newTokens := max(0, len(req.TokenIDs)-int(chosen.OverlapBlocks)*blockSize)
-	r.load.add(id, core.Worker{ID: chosen.WorkerID, DPRank: chosen.DPRank}, uint64(newTokens), seq, r.now())
+	r.load.add(id, core.Worker{ID: chosen.WorkerID, DPRank: chosen.DPRank}, uint64(newTokens), seq, r.now(), req.Held)
 	r.notifyLocked(LoadEvent{Op: LoadRouted, RequestID: id, Worker: core.Worker{ID: chosen.WorkerID, DPRank: chosen.DPRank},
 		PrefillTokens: uint64(newTokens), Blocks: seq})
 

@@ -294,3 +294,19 @@ func TestRouteOnlyToReachableWorkers(t *testing.T) {
 	_, err = f.r.Route(Request{Model: "m", TokenIDs: prompt, Reachable: func(uint64) bool { return false }})
 	assert.ErrorIs(t, err, ErrNoCandidates)
 }
+
+// A held request (the proxy's, freed when its answer ends) never
+// expires; the others still do, and the held one frees as usual.
+func TestHeldRequestsNeverExpire(t *testing.T) {
+	f := newFixture(t, 2, Options{RequestTTL: time.Minute})
+	_, err := f.r.Route(Request{Model: "m", TokenIDs: tokens(1, 8), RequestID: "stream", Held: true})
+	require.NoError(t, err)
+	_, err = f.r.Route(Request{Model: "m", TokenIDs: tokens(1, 8), RequestID: "lost"})
+	require.NoError(t, err)
+	f.clock.Advance(time.Hour)
+	assert.Equal(t, 1, f.r.Expire(), "only the request nobody holds")
+	assert.Equal(t, 1, f.r.Stats().ActiveRequests)
+	assert.True(t, f.r.Free("stream"))
+	assert.Zero(t, f.r.Stats().ActiveRequests)
+	assert.Zero(t, f.r.load.dead, "no order entry left behind")
+}
