@@ -60,6 +60,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	log := newLogger(p.Config.Log, stderr)
 	if err := serveUntilDone(ctx, p.Config, log); err != nil {
 		log.Error("kvrouter: stopped", "error", err)
+		if errors.Is(err, serve.ErrStart) {
+			return 2 // the config cannot be served: as a bad value is
+		}
 		return 1
 	}
 	return 0

@@ -54,6 +54,9 @@ type Snapshot struct {
 	Path string `yaml:"path"`
 	// Interval between periodic writes; 0 writes on shutdown only.
 	Interval time.Duration `yaml:"interval"`
+	// DiscardUnreadable: a snapshot that cannot be read (corrupt, foreign)
+	// is renamed aside and kvrouter starts empty; false refuses to start.
+	DiscardUnreadable bool `yaml:"discard_unreadable,omitempty"`
 }
 
 // Index configures the indexer.
@@ -129,6 +132,10 @@ func Default() Config {
 	}
 }
 
+// MaxBlockSize bounds block_size: engines' blocks are tens to a few
+// thousand tokens; a larger value is a typo, not a block.
+const MaxBlockSize = 1 << 16
+
 // Validate reports every bad setting at once, each naming its key.
 func (c *Config) Validate() error {
 	var errs []error
@@ -138,6 +145,8 @@ func (c *Config) Validate() error {
 	}
 	if c.BlockSize <= 0 {
 		bad("block_size: %d; set it (--block-size) to the engines' block size", c.BlockSize)
+	} else if c.BlockSize > MaxBlockSize {
+		bad("block_size: %d; want at most %d tokens a block", c.BlockSize, MaxBlockSize)
 	}
 	if c.Bind != "" && !strings.Contains(c.Bind, "://") {
 		bad("bind: %q; want transport://address (tcp://*:5557)", c.Bind)

@@ -71,6 +71,7 @@ func newFlagSet(name string, c *Config, p *Parsed, out io.Writer) *flag.FlagSet 
 	fs.StringVar(&c.Log.Level, "log-level", c.Log.Level, "log level: debug, info, warn, error")
 	fs.StringVar(&c.Snapshot.Path, "snapshot", c.Snapshot.Path, "snapshot file: loaded at start, written atomically every interval and on shutdown")
 	fs.DurationVar(&c.Snapshot.Interval, "snapshot-interval", c.Snapshot.Interval, "time between snapshot writes (0: on shutdown only)")
+	fs.BoolVar(&c.Snapshot.DiscardUnreadable, "snapshot-discard-unreadable", c.Snapshot.DiscardUnreadable, "a snapshot that cannot be read is renamed aside and kvrouter starts empty (default: refuse to start)")
 	fs.StringVar(&c.Index.StabilityMode, "stability-mode", c.Index.StabilityMode, "engine hash stability: warn or enforce (empty: KVHASH_ENFORCE_ENGINE_HASH_STABILITY)")
 	fs.Var(listFlag{&c.Index.Media}, "index-media", "comma-separated media indexed besides GPU (e.g. CPU)")
 	fs.DurationVar(&c.Index.DegradedSettle, "degraded-settle", c.Index.DegradedSettle, "least time a rank stays degraded after a lost gap (0: indexer default)")

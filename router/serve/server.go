@@ -160,10 +160,14 @@ func (s *Server) BoundAddr() net.Addr { return s.boundAddr }
 func (s *Server) Handler() http.Handler { return s.routes }
 
 // Start loads the snapshot, registers the config's workers, binds the
-// bound endpoint and starts the periodic loops. Errors of one worker are
-// logged and the rest go on; a bind failure is returned.
+// bound endpoint and starts the periodic loops. A snapshot it cannot
+// use, a worker of the config it cannot register (every one is named)
+// and a bind failure are errors; the first two wrap ErrStart.
 func (s *Server) Start() error {
-	s.loadSnapshot()
+	if err := s.loadSnapshot(); err != nil {
+		return err
+	}
+	var bad []error
 	for _, w := range s.cfg.Workers {
 		spec := indexer.WorkerSpec{
 			WorkerID: w.WorkerID, Model: w.Model, Tenant: w.Tenant, Endpoint: w.Endpoint,
@@ -171,8 +175,11 @@ func (s *Server) Start() error {
 			EngineHash: w.EngineHash,
 		}
 		if _, err := s.addWorker(spec); err != nil {
-			s.log.Error("kvrouter: a worker of the config could not be registered", "worker_id", w.WorkerID, "error", err)
+			bad = append(bad, fmt.Errorf("worker %d of the config: %w", w.WorkerID, err))
 		}
+	}
+	if len(bad) > 0 {
+		return fmt.Errorf("serve: %w: %w", ErrStart, errors.Join(bad...))
 	}
 	if s.cfg.Bind != "" {
 		b, ok := s.ing.(Binder)
