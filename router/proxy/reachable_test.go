@@ -38,3 +38,24 @@ func TestProxyRoutesOnlyToReachableWorkers(t *testing.T) {
 		})
 	}
 }
+
+// Another method on one of the proxy's paths is a 405 naming the allowed
+// one, in OpenAI's error shape.
+func TestProxyPathsWrongMethodIs405(t *testing.T) {
+	srv, _ := newProxy(t, "http://127.0.0.1:1", proxy.Options{})
+	for _, tc := range []struct{ method, path, allow string }{
+		{http.MethodGet, "/v1/completions", "POST"},
+		{http.MethodPut, "/v1/chat/completions", "POST"},
+		{http.MethodPost, "/v1/dashboard", "GET"},
+	} {
+		t.Run(tc.method+" "+tc.path, func(t *testing.T) {
+			req, err := http.NewRequest(tc.method, srv.URL+tc.path, nil)
+			require.NoError(t, err)
+			resp, err := http.DefaultClient.Do(req)
+			require.NoError(t, err)
+			assert.Equal(t, http.StatusMethodNotAllowed, resp.StatusCode)
+			assert.Equal(t, tc.allow, resp.Header.Get("Allow"))
+			assert.Equal(t, "method_not_allowed", errorCode(t, resp))
+		})
+	}
+}

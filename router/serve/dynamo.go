@@ -109,6 +109,9 @@ func (req *dynRegisterRequest) check() error {
 		return missing("endpoint")
 	case req.ModelName == nil:
 		return missing("model_name")
+	case *req.ModelName == "":
+		// kvrouter's /v1/workers refuses it too: one registry, one rule.
+		return dynErr(http.StatusBadRequest, "model_name is empty")
 	case req.BlockSize == nil:
 		return missing("block_size")
 	}
@@ -239,6 +242,9 @@ func (s *Server) dynUnregister(w http.ResponseWriter, r *http.Request) error {
 		return missing("instance_id")
 	case req.ModelName == nil:
 		return missing("model_name")
+	case *req.ModelName == "":
+		// kvrouter's /v1/workers refuses it too: one registry, one rule.
+		return dynErr(http.StatusBadRequest, "model_name is empty")
 	}
 	id := *req.InstanceID
 	s.mu.Lock()
@@ -391,6 +397,9 @@ func (s *Server) dynQuery(w http.ResponseWriter, r *http.Request) error {
 		return missing("token_ids")
 	case req.ModelName == nil:
 		return missing("model_name")
+	case *req.ModelName == "":
+		// kvrouter's /v1/workers refuses it too: one registry, one rule.
+		return dynErr(http.StatusBadRequest, "model_name is empty")
 	}
 	if err := checkTokens(len(*req.TokenIDs), s.cfg.Limits.MaxTokens); err != nil {
 		return err
@@ -419,6 +428,9 @@ func (s *Server) dynQueryByHash(w http.ResponseWriter, r *http.Request) error {
 		return missing("block_hashes")
 	case req.ModelName == nil:
 		return missing("model_name")
+	case *req.ModelName == "":
+		// kvrouter's /v1/workers refuses it too: one registry, one rule.
+		return dynErr(http.StatusBadRequest, "model_name is empty")
 	case req.CacheSalt != nil:
 		return dynErr(http.StatusBadRequest, "cache_salt is not accepted by /query_by_hash; block_hashes must already include the intended cache salt")
 	}
