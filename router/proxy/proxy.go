@@ -48,6 +48,16 @@ type Options struct {
 	MaxBodyBytes int64
 	// DefaultPolicy is used when a request names none; "": PolicyKV.
 	DefaultPolicy Policy
+	// EngineSlots: requests the proxy sends an engine at once, what it
+	// runs (max_num_seqs) plus what it may queue; zero:
+	// DefaultMaxNumSeqs + DefaultEngineQueue. Also the size of the
+	// connection pool to each engine.
+	EngineSlots int
+	// QueueLimit: requests that may wait for a slot (all models); zero:
+	// DefaultQueueLimit. QueueTimeout: how long one may wait before its
+	// 429; zero: DefaultQueueTimeout. See admission.go.
+	QueueLimit   int
+	QueueTimeout time.Duration
 }
 
 // Proxy forwards OpenAI completion requests to the engine each policy
@@ -60,6 +70,7 @@ type Proxy struct {
 	log    *slog.Logger
 	client *http.Client
 	stats  *Stats
+	adm    admission
 
 	rrNext atomic.Uint64
 
@@ -99,6 +110,15 @@ func New(opts Options) (*Proxy, error) {
 	if opts.MaxBodyBytes <= 0 {
 		opts.MaxBodyBytes = DefaultMaxBodyBytes
 	}
+	if opts.EngineSlots <= 0 {
+		opts.EngineSlots = DefaultMaxNumSeqs + DefaultEngineQueue
+	}
+	if opts.QueueLimit <= 0 {
+		opts.QueueLimit = DefaultQueueLimit
+	}
+	if opts.QueueTimeout <= 0 {
+		opts.QueueTimeout = DefaultQueueTimeout
+	}
 	if opts.DefaultPolicy == "" {
 		opts.DefaultPolicy = PolicyKV
 	}
@@ -109,14 +129,17 @@ func New(opts Options) (*Proxy, error) {
 	if client == nil {
 		tr := http.DefaultTransport.(*http.Transport).Clone()
 		tr.ResponseHeaderTimeout = opts.HeaderTimeout
-		// Engines are few and hot: keep connections to each open.
-		tr.MaxIdleConnsPerHost = 256
+		// Engines are few and hot: keep connections to each open, at most
+		// as many as the requests an engine may have from the proxy.
+		tr.MaxIdleConnsPerHost = min(256, opts.EngineSlots)
+		tr.MaxConnsPerHost = opts.EngineSlots
 		tr.DialContext = (&net.Dialer{Timeout: 5 * time.Second, KeepAlive: 30 * time.Second}).DialContext
 		client = &http.Client{Transport: tr}
 	}
 	return &Proxy{
 		opts: opts, ix: opts.Indexer, rt: opts.Router, log: opts.Logger, client: client,
 		stats:    newStats(time.Now),
+		adm:      admission{queues: map[string][]*waiter{}},
 		rng:      rand.New(rand.NewPCG(rand.Uint64(), rand.Uint64())),
 		inflight: map[uint64]int{},
 		baseURLs: map[uint64]string{},
