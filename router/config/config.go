@@ -32,6 +32,8 @@ type Config struct {
 	Index    Index    `yaml:"index"`
 	Routing  Routing  `yaml:"routing"`
 	Limits   Limits   `yaml:"limits"`
+	// Proxy: the OpenAI proxy's backpressure (proxy.go).
+	Proxy Proxy `yaml:"proxy"`
 	// NATS: router replicas sharing one event plane (nats.go).
 	NATS NATS `yaml:"nats"`
 
@@ -129,6 +131,7 @@ func Default() Config {
 		Routing:         Routing{OverlapScoreCredit: 1, PrefillLoadScale: 1, RequestTTL: DefaultRequestTTL},
 		Limits:          Limits{MaxBodyBytes: DefaultMaxBodyBytes, MaxTokens: DefaultMaxTokens},
 		ShutdownTimeout: DefaultShutdownTimeout,
+		Proxy:           defaultProxy(),
 	}
 }
 
@@ -194,6 +197,7 @@ func (c *Config) Validate() error {
 		bad("shutdown_timeout: %v; want > 0", c.ShutdownTimeout)
 	}
 	errs = append(errs, c.validateNATS()...)
+	errs = append(errs, c.validateProxy()...)
 	seen := map[uint64]bool{}
 	for i, w := range c.Workers {
 		if err := w.Validate(); err != nil {

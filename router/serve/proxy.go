@@ -12,6 +12,8 @@ import (
 func (s *Server) attachProxy() error {
 	px, err := proxy.New(proxy.Options{
 		Indexer: s.ix, Router: s.rt, Logger: s.log, MaxBodyBytes: s.cfg.Limits.MaxBodyBytes,
+		EngineSlots: s.cfg.Proxy.MaxNumSeqs + s.cfg.Proxy.EngineQueue,
+		QueueLimit:  s.cfg.Proxy.AdmissionQueue, QueueTimeout: s.cfg.Proxy.AdmissionTimeout,
 	})
 	if err != nil {
 		return fmt.Errorf("serve: %w", err)
