@@ -96,8 +96,9 @@ func serveUntilDone(ctx context.Context, cfg config.Config, log *slog.Logger) er
 		_ = httpSrv.Close()
 		return err
 	}
+	softFiles, _ := fileLimit()
 	log.Info("kvrouter: serving", "listen", ln.Addr().String(), "block_size", cfg.BlockSize,
-		"workers", len(cfg.Workers), "snapshot", cfg.Snapshot.Path, "bind", cfg.Bind)
+		"workers", len(cfg.Workers), "snapshot", cfg.Snapshot.Path, "bind", cfg.Bind, "open_files_limit", softFiles)
 
 	select {
 	case <-ctx.Done():
