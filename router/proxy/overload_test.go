@@ -190,11 +190,14 @@ func TestOverloadIsAnswered429Quickly(t *testing.T) {
 	assert.Equal(t, uint64(statuses[http.StatusTooManyRequests]), rejected)
 	t.Logf("route p50 %.0f µs, p99 %.0f µs", snap.RouteP50Us, snap.RouteP99Us)
 	// A decision that waited behind the proxy's I/O would take at least an
-	// engine's answer (hold): the decisions' p99 is well below it. (What
-	// a decision costs, under a millisecond at p99 with every engine
-	// saturated, is BenchmarkRouteWhileSaturated's to measure: a timed
-	// bound here would measure the machine's other load.)
-	assert.Less(t, snap.RouteP99Us, float64(hold.Microseconds())/2, "route p99 (µs) with every engine saturated")
+	// engine's answer (hold): the decisions' p50 is far below it, their
+	// p99 below it. (What a decision costs, under a millisecond at p99
+	// with every engine saturated, is BenchmarkRouteWhileSaturated's to
+	// measure: a tighter bound here would measure the machine's load.)
+	assert.Less(t, snap.RouteP50Us, float64(hold.Microseconds())/20, "route p50 (µs) with every engine saturated")
+	if !raceDetector { // its checks stretch a collection's pauses tenfold
+		assert.Less(t, snap.RouteP99Us, float64(hold.Microseconds()), "route p99 (µs) with every engine saturated")
+	}
 	assert.Zero(t, px.Waiting(), "the admission queue drains")
 	assert.Zero(t, rt.Stats().ActiveRequests)
 }
