@@ -37,7 +37,7 @@ Flags:
 		fs.PrintDefaults()
 	}
 	trace := fs.String("trace", "", "Mooncake-format trace (JSONL); default "+defaultTrace+" when present, else a generated one")
-	sample := fs.Int("sample", 0, "keep 1 prefix family in K (families: requests sharing a first hash_id); 0: the K that leaves at most 600 requests")
+	sample := fs.Int("sample", 0, "keep 1 conversation in K (a request continues the conversation of the longest earlier turn it extends); 1: the whole trace; 0: the K that leaves about 600 requests")
 	requests := fs.Int("requests", 0, "then keep only the first N requests (0: all)")
 	engines := fs.Int("engines", 8, "kvmock engines")
 	speedup := fs.Float64("speedup", 80, "arrivals compressed and the engines' simulated time run this many times faster")
@@ -161,7 +161,7 @@ func checkDemoFlags(engines int, speedup float64, requests, sample, unstable, re
 const maxDemoRequests = 600
 
 // loadTrace reads --trace, else the shared trace, else generates one; it
-// samples prefix families (k) and keeps the first n requests.
+// samples conversations (1 in k) and keeps the first n requests.
 func loadTrace(path string, k, n int, out io.Writer) ([]demo.Request, string, error) {
 	if path == "" {
 		if _, err := os.Stat(defaultTrace); err == nil {
@@ -185,7 +185,7 @@ func loadTrace(path string, k, n int, out io.Writer) ([]demo.Request, string, er
 	if k > 1 {
 		all := len(reqs)
 		reqs = demo.SampleFamilies(reqs, k)
-		fmt.Fprintf(out, "subsampled: 1 prefix family in %d, %d of the trace's %d requests, over its whole span (--sample 1 replays all)\n", k, len(reqs), all)
+		fmt.Fprintf(out, "subsampled: 1 conversation in %d, %d of the trace's %d requests, over its whole span (--sample 1 replays all)\n", k, len(reqs), all)
 	}
 	if n > 0 && n < len(reqs) {
 		fmt.Fprintf(out, "subsampled: the first %d of the trace's %d requests (--requests 0 replays all)\n", n, len(reqs))

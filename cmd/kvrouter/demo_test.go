@@ -46,7 +46,7 @@ func TestDemoFlags(t *testing.T) {
 	}
 }
 
-// A trace is subsampled by prefix family, then cut to --requests.
+// A trace is subsampled by conversation, then cut to --requests.
 func TestLoadTrace(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "t.jsonl")
 	f, err := os.Create(path)
@@ -61,7 +61,7 @@ func TestLoadTrace(t *testing.T) {
 	half, _, err := loadTrace(path, 2, 0, &out)
 	require.NoError(t, err)
 	assert.Equal(t, demo.SampleFamilies(all, 2), half)
-	assert.Contains(t, out.String(), "1 prefix family in 2")
+	assert.Contains(t, out.String(), "1 conversation in 2")
 	few, _, err := loadTrace(path, 1, 10, &out)
 	require.NoError(t, err)
 	assert.Equal(t, all[:10], few)

@@ -60,8 +60,38 @@ func TestExpanderAndGeneratedTrace(t *testing.T) {
 		require.Less(t, tok, uint32(128256))
 	}
 	sampled := demo.SampleFamilies(reqs, 2)
-	for _, q := range sampled {
-		assert.Zero(t, q.HashIDs[0]%2)
+	assert.NotEmpty(t, sampled)
+	assert.Less(t, len(sampled), len(reqs))
+}
+
+// A request continues the conversation of the longest earlier turn it
+// extends, not of its first hash_id: with one system prompt in every
+// request, conversations are still told apart, and sampling keeps or
+// drops each whole.
+func TestConversationsSharingASystemPrompt(t *testing.T) {
+	q := func(ids ...uint64) demo.Request { return demo.Request{HashIDs: ids, InputLength: 512 * len(ids)} }
+	reqs := []demo.Request{
+		q(0, 10, 11),         // A1
+		q(0, 20),             // B1
+		q(0, 10, 11, 12, 13), // A2: extends A1 whole
+		q(0, 30, 31, 32),     // C1
+		q(0, 20, 21),         // B2: extends B1 whole
+		q(0, 10, 11, 12, 14), // A3: A2 but its last (partial) block, rewritten
+		q(0, 30, 31, 40),     // C2: C1 but its last block
+		q(0, 50),             // D1: only the system prompt in common
+	}
+	assert.Equal(t, []int{0, 1, 0, 2, 1, 0, 2, 3}, demo.Conversations(reqs))
+	half := demo.SampleFamilies(reqs, 2)
+	assert.Equal(t, []demo.Request{reqs[0], reqs[2], reqs[3], reqs[5], reqs[6]}, half, "conversations 0 and 2")
+}
+
+// On a trace whose every request shares its first block, the sample is
+// about 1 in k of the requests, not all or nothing.
+func TestSampleBySystemPromptTrace(t *testing.T) {
+	reqs := conversationTrace(3000, 1)
+	for _, k := range []int{2, 5, 10} {
+		n := len(demo.SampleFamilies(reqs, k))
+		assert.InDelta(t, float64(len(reqs))/float64(k), float64(n), 0.35*float64(len(reqs))/float64(k), "1 in %d", k)
 	}
 }
 
