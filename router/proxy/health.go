@@ -73,7 +73,7 @@ func (p *Proxy) probe(base string) (bool, string) {
 	if err != nil {
 		return false, err.Error()
 	}
-	resp, err := p.client.Do(req)
+	resp, err := p.side.Do(req)
 	if err != nil {
 		return false, err.Error()
 	}

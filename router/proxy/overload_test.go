@@ -43,6 +43,9 @@ func raise(m *atomic.Int64, v int64) {
 func newSlowEngine(t testing.TB, hold time.Duration) *slowEngine {
 	e := &slowEngine{}
 	e.srv = httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/health" {
+			return // 200 at once
+		}
 		raise(&e.maxInflight, e.inflight.Add(1))
 		defer e.inflight.Add(-1)
 		_, _ = io.Copy(io.Discard, r.Body)
@@ -239,4 +242,42 @@ func BenchmarkRouteWhileSaturated(b *testing.B) {
 	snap := px.Stats().Snapshot()
 	b.ReportMetric(snap.RouteP50Us, "route-p50-µs")
 	b.ReportMetric(snap.RouteP99Us, "route-p99-µs")
+}
+
+// An engine whose every slot is busy still answers its health checks: the
+// checks do not wait for a slot's connection (they would time out, and a
+// saturated engine would go out of rotation).
+func TestSaturatedEngineStaysInRotation(t *testing.T) {
+	e := newSlowEngine(t, 1500*time.Millisecond)
+	ix, err := indexer.New(indexer.Options{BlockSize: 4})
+	require.NoError(t, err)
+	_, err = ix.AddWorker(indexer.WorkerSpec{WorkerID: 1, Model: "m", BaseURL: e.srv.URL})
+	require.NoError(t, err)
+	rt, err := route.New(ix, route.Options{})
+	require.NoError(t, err)
+	px, err := proxy.New(proxy.Options{Indexer: ix, Router: rt, EngineSlots: 2,
+		HealthInterval: 20 * time.Millisecond, HealthTimeout: 100 * time.Millisecond, HealthFailures: 2})
+	require.NoError(t, err)
+	srv := httptest.NewServer(px.Wrap(http.NotFoundHandler()))
+	defer srv.Close()
+	px.Start()
+	defer px.Close()
+	var wg sync.WaitGroup
+	for range 2 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			resp, err := http.Post(srv.URL+"/v1/completions", "application/json", strings.NewReader(`{"model":"m","prompt":[1,2,3,4,5]}`))
+			if assert.NoError(t, err) {
+				_, _ = io.Copy(io.Discard, resp.Body)
+				resp.Body.Close()
+			}
+		}()
+	}
+	require.Eventually(t, func() bool { return e.inflight.Load() == 2 }, eventually, time.Millisecond, "both slots busy")
+	time.Sleep(700 * time.Millisecond) // many health checks while saturated
+	info, ok := ix.Worker(1)
+	require.True(t, ok)
+	assert.True(t, info.Healthy, "the saturated engine stays in rotation")
+	wg.Wait()
 }

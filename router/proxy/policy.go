@@ -119,8 +119,8 @@ func (p *Proxy) pickKV(req clientRequest, tokens []uint32) (target, error) {
 		if p.baseURL(id) == "" {
 			return false
 		}
-		p.mu.Lock()
-		defer p.mu.Unlock()
+		p.mu.RLock()
+		defer p.mu.RUnlock()
 		return p.hasSlotLocked(id)
 	}
 	d, err := p.rt.Route(route.Request{Model: req.Model, TokenIDs: tokens, CacheSalt: req.CacheSalt, Reachable: reachable,

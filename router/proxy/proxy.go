@@ -60,6 +60,10 @@ type Options struct {
 	QueueTimeout time.Duration
 }
 
+// sideConnsPerEngine bounds the health checks' and /tokenize's
+// connections to one engine.
+const sideConnsPerEngine = 32
+
 // Proxy forwards OpenAI completion requests to the engine each policy
 // picks; see the package doc. Start its health poller with Start, stop it
 // with Close.
@@ -69,12 +73,17 @@ type Proxy struct {
 	rt     *route.Router
 	log    *slog.Logger
 	client *http.Client
-	stats  *Stats
-	adm    admission
+	// side talks to engines outside the requests' slots: health checks
+	// and /tokenize, which must never wait for a slot's connection (a
+	// health check that did would take a saturated engine out of
+	// rotation).
+	side  *http.Client
+	stats *Stats
+	adm   admission
 
 	rrNext atomic.Uint64
 
-	mu       sync.Mutex
+	mu       sync.RWMutex // reads on every route (baseURL, slots): shared
 	rng      *rand.Rand
 	inflight map[uint64]int
 	// baseURLs caches each worker's base URL (refreshed by the poller),
@@ -125,7 +134,7 @@ func New(opts Options) (*Proxy, error) {
 	if _, err := ParsePolicy(string(opts.DefaultPolicy)); err != nil {
 		return nil, fmt.Errorf("proxy: %w", err)
 	}
-	client := opts.Client
+	client, side := opts.Client, opts.Client
 	if client == nil {
 		tr := http.DefaultTransport.(*http.Transport).Clone()
 		tr.ResponseHeaderTimeout = opts.HeaderTimeout
@@ -135,9 +144,12 @@ func New(opts Options) (*Proxy, error) {
 		tr.MaxConnsPerHost = opts.EngineSlots
 		tr.DialContext = (&net.Dialer{Timeout: 5 * time.Second, KeepAlive: 30 * time.Second}).DialContext
 		client = &http.Client{Transport: tr}
+		st := tr.Clone()
+		st.MaxConnsPerHost, st.MaxIdleConnsPerHost = sideConnsPerEngine, sideConnsPerEngine
+		side = &http.Client{Transport: st}
 	}
 	return &Proxy{
-		opts: opts, ix: opts.Indexer, rt: opts.Router, log: opts.Logger, client: client,
+		opts: opts, ix: opts.Indexer, rt: opts.Router, log: opts.Logger, client: client, side: side,
 		stats:    newStats(time.Now),
 		adm:      admission{queues: map[string][]*waiter{}},
 		rng:      rand.New(rand.NewPCG(rand.Uint64(), rand.Uint64())),
@@ -182,9 +194,9 @@ func (p *Proxy) Inflight() map[uint64]int {
 
 // baseURL returns a worker's base URL, from the cache or the indexer.
 func (p *Proxy) baseURL(id uint64) string {
-	p.mu.Lock()
+	p.mu.RLock()
 	u, ok := p.baseURLs[id]
-	p.mu.Unlock()
+	p.mu.RUnlock()
 	if ok {
 		return u
 	}

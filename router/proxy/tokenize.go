@@ -43,7 +43,7 @@ func (p *Proxy) tokenize(ctx context.Context, req clientRequest) ([]uint32, erro
 		return nil, upstreamError("bad_base_url", "base_url %q: %v", base, err)
 	}
 	up.Header.Set("Content-Type", "application/json")
-	resp, err := p.client.Do(up)
+	resp, err := p.side.Do(up)
 	if err != nil {
 		if isTimeout(err) {
 			return nil, upstreamTimeout("tokenizing at %s: %v", base, err)
