@@ -40,7 +40,7 @@ Flags:
 	sample := fs.Int("sample", 0, "keep 1 conversation in K (a request continues the conversation of the longest earlier turn it extends); 1: the whole trace; 0: the K that leaves about 600 requests")
 	requests := fs.Int("requests", 0, "then keep only the first N requests (0: all)")
 	engines := fs.Int("engines", 8, "kvmock engines")
-	speedup := fs.Float64("speedup", 80, "arrivals compressed and the engines' simulated time run this many times faster")
+	speedup := fs.Float64("speedup", 80, "arrivals compressed and the engines' simulated time run this many times faster (set: kept even when the host cannot keep the schedule; default: lowered then)")
 	numBlocks := fs.Int("num-blocks", 16384, "KV blocks per engine")
 	blockSize := fs.Int("block-size", 16, "tokens per KV block (engines and kvrouter)")
 	maxRunning := fs.Int("max-running", 8, "requests an engine runs at once")
@@ -107,7 +107,7 @@ Flags:
 		log = slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	}
 	o := demo.Options{
-		Trace: reqs, TraceName: name, Engines: *engines, Speedup: *speedup, Policies: pols,
+		Trace: reqs, TraceName: name, Engines: *engines, Speedup: *speedup, FixedSpeed: flagSet(fs, "speedup"), Policies: pols,
 		UnstableEngine: *unstable, Launcher: demo.ProcLauncher{Bin: kvmockBin, LogDir: *logDir},
 		Listen: *listen, Logger: log, Out: stdout, TTY: isTerminal(stdout), Replicas: *replicas,
 		Engine: demo.EngineConfig{

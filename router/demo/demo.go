@@ -26,8 +26,11 @@ type Options struct {
 	Engine    EngineConfig
 	// Speedup compresses the trace's arrivals; the engines run their
 	// simulated time at the same factor, so load stays as in the trace.
-	Speedup  float64
-	Policies []proxy.Policy
+	Speedup float64
+	// FixedSpeed keeps Speedup when the host cannot keep the schedule;
+	// false lowers it (the table says so).
+	FixedSpeed bool
+	Policies   []proxy.Policy
 	// UnstableEngine >= 0 restarts that engine with a new random root a
 	// third into kvrouter's run, and as a fixed engine at two thirds (the
 	// baselines do not read the index: their runs stay clean).
@@ -51,12 +54,22 @@ func Run(ctx context.Context, o Options) ([]Result, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	rt, err := StartReplicas(RouterConfig(o.Listen, o.Engine.BlockSize), o.Replicas, log)
+	cfg := RouterConfig(o.Listen, o.Engine.BlockSize)
+	// The proxy sends an engine what it runs and a queue as long; the
+	// rest waits in the admission queue, long enough that a replay's
+	// burst waits rather than fails (a 429 is retried after it).
+	cfg.Proxy.MaxNumSeqs, cfg.Proxy.EngineQueue = o.Engine.MaxRunning, 4*o.Engine.MaxRunning
+	cfg.Proxy.AdmissionQueue, cfg.Proxy.AdmissionTimeout = 2048, 30*time.Second
+	rt, err := StartReplicas(cfg, o.Replicas, log)
 	if err != nil {
 		return nil, err
 	}
 	defer rt.Stop()
-	hc := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 512, MaxConnsPerHost: 0}}
+	// Connections bounded too: the requests beyond what the proxy holds
+	// wait in this client, not in descriptors (kvrouter runs in this
+	// process: each connection is two).
+	conns := o.Engines*(cfg.Proxy.MaxNumSeqs+cfg.Proxy.EngineQueue) + cfg.Proxy.AdmissionQueue
+	hc := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 512, MaxConnsPerHost: conns}}
 	defer hc.CloseIdleConnections()
 	api := &client{base: rt.URL, http: hc}
 	fmt.Fprintf(o.Out, "kvrouter %s (dashboard: %s/), %d kvmock engines, trace %s: %d requests at %gx\n",
@@ -283,7 +296,8 @@ func runPolicy(ctx context.Context, o Options, rt *Router, api *client, hc *http
 			}()
 		}
 	}
-	outs := replay(ctx, hc, rt.URL, pol, o.Trace, bodies, o.Speedup, &prog, at)
+	sched := newSchedule(o.Speedup, o.FixedSpeed, start)
+	outs := replay(ctx, hc, rt.URL, pol, o.Trace, bodies, sched, &prog, at)
 	scenario.Wait()
 	if pol == proxy.PolicyKV && o.UnstableEngine >= 0 {
 		// Let the quarantine settle so the table shows the recovery.
@@ -295,6 +309,8 @@ func runPolicy(ctx context.Context, o Options, rt *Router, api *client, hc *http
 	<-watchDone
 	res := summarize(pol, outs)
 	res.Wall = time.Since(start)
+	res.AskedSpeed, res.Speed = sched.asked, sched.speed
+	res.LagP90Ms, res.LagMaxMs = quantile(sched.lagsMs, 0.9), quantile(sched.lagsMs, 1)
 	res.Transitions = transitions
 	if d, err := api.dashboard(ctx); err == nil {
 		res.Workers = d.Workers
