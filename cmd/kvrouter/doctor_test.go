@@ -57,6 +57,25 @@ func TestDoctorSubcommand(t *testing.T) {
 	}
 }
 
+// Nothing listening at --events: the doctor says it could not connect,
+// not that no root store was seen.
+func TestDoctorCannotConnect(t *testing.T) {
+	var out, errOut bytes.Buffer
+	code := run(t.Context(), []string{"doctor", "--events", "tcp://127.0.0.1:1", "--seconds", "0.5"}, &out, &errOut)
+	assert.Equal(t, 3, code)
+	assert.Contains(t, out.String(), "could not connect to tcp://127.0.0.1:1")
+	assert.NotContains(t, out.String(), "no root store was seen")
+	out.Reset()
+	run(t.Context(), []string{"doctor", "--events", "tcp://127.0.0.1:1", "--seconds", "0.3", "--json"}, &out, &errOut)
+	var rep struct {
+		Connected bool   `json:"connected"`
+		Fix       string `json:"fix"`
+	}
+	require.NoError(t, json.Unmarshal(out.Bytes(), &rep), out.String())
+	assert.False(t, rep.Connected)
+	assert.Contains(t, rep.Fix, "could not connect")
+}
+
 func TestDoctorJSONAndUsage(t *testing.T) {
 	ep := doctorEngine(t, "sha256", "0", false, true)
 	var out, errOut bytes.Buffer

@@ -53,6 +53,9 @@ type Report struct {
 	Endpoint string
 	Topic    string
 	Waited   time.Duration
+	// Connected: the subscription connected to the endpoint (a ZeroMQ
+	// handshake) at least once while the check listened.
+	Connected bool
 	Ranks    []RankReport // ranks that sent at least one batch, by rank
 }
 
@@ -124,16 +127,21 @@ func Run(ctx context.Context, opts Options) (Report, error) {
 	defer deadline.Stop()
 	tick := time.NewTicker(20 * time.Millisecond)
 	defer tick.Stop()
-	for {
+	final := func() Report {
 		rep := report(ix, opts, time.Since(start))
+		rep.Connected = sub.Stats().Connects.Load() > 0
+		return rep
+	}
+	for {
+		rep := final()
 		if decided(rep) {
 			return rep, nil
 		}
 		select {
 		case <-ctx.Done():
-			return report(ix, opts, time.Since(start)), nil
+			return final(), nil
 		case <-deadline.C:
-			return report(ix, opts, time.Since(start)), nil
+			return final(), nil
 		case <-tick.C:
 		}
 	}
