@@ -56,7 +56,7 @@ type Report struct {
 	// Connected: the subscription connected to the endpoint (a ZeroMQ
 	// handshake) at least once while the check listened.
 	Connected bool
-	Ranks    []RankReport // ranks that sent at least one batch, by rank
+	Ranks     []RankReport // ranks that sent at least one batch, by rank
 }
 
 // Verdict is the engine's overall verdict: unstable when any rank is;
