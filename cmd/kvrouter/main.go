@@ -40,9 +40,19 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if len(args) > 0 && args[0] == "demo" {
 		return runDemo(ctx, args[1:], stdout, stderr)
 	}
+	if len(args) > 0 {
+		switch args[0] {
+		case "help", "-h", "-help", "--help":
+			printUsage(stdout)
+			return 0
+		case "version", "-version", "--version":
+			fmt.Fprintln(stdout, version())
+			return 0
+		}
+	}
 	p, err := config.Parse("kvrouter", args, stderr)
 	if errors.Is(err, flag.ErrHelp) {
-		return 0
+		return 0 // -h after other flags: the flags were printed
 	}
 	if err != nil {
 		fmt.Fprintf(stderr, "kvrouter: %v\n", err)

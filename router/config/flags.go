@@ -56,6 +56,14 @@ func Parse(name string, args []string, out io.Writer) (Parsed, error) {
 	return p, nil
 }
 
+// PrintFlags writes every flag with its default and help to out (a
+// command's usage).
+func PrintFlags(name string, out io.Writer) {
+	c, p := Default(), Parsed{}
+	fs := newFlagSet(name, &c, &p, out)
+	fs.PrintDefaults()
+}
+
 // newFlagSet binds every config field to its flag.
 func newFlagSet(name string, c *Config, p *Parsed, out io.Writer) *flag.FlagSet {
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)

@@ -122,8 +122,7 @@ func Run(ctx context.Context, o Options) ([]Result, error) {
 	if tokenizeNote != "" {
 		fmt.Fprintln(o.Out, tokenizeNote)
 	}
-	fmt.Fprintf(o.Out, "\nNext: the dashboard %s/ , Prometheus metrics %s/metrics , the workers %s/v1/workers ,\n"+
-		"      docs/guides/demo.md (this demo) and docs/api/router.md (the API).\n", rt.URL, rt.URL, rt.URL)
+	fmt.Fprint(o.Out, nextSteps(rt.URL, o.Hold != nil))
 	if o.Hold != nil {
 		o.Hold(rt)
 	}
@@ -131,6 +130,18 @@ func Run(ctx context.Context, o Options) ([]Result, error) {
 		last.stop(context.Background(), api)
 	}
 	return results, ctx.Err()
+}
+
+// nextSteps is what the demo suggests after its table: the dashboard
+// and the API while they are up (holding: --keep-running), else how to
+// keep them up, since they stop with the demo.
+func nextSteps(url string, holding bool) string {
+	if holding {
+		return fmt.Sprintf("\nNext: the dashboard %s/ , Prometheus metrics %s/metrics , the workers %s/v1/workers ,\n"+
+			"      docs/guides/demo.md (this demo) and docs/api/router.md (the API).\n", url, url, url)
+	}
+	return "\nkvrouter and the fleet stop now: --keep-running leaves them up to look at the dashboard, /metrics and\n" +
+		"/v1/workers; docs/guides/demo.md (this demo) and docs/api/router.md (the API).\n"
 }
 
 // fleet is one policy's engines.

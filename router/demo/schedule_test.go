@@ -45,3 +45,11 @@ func TestScheduleNote(t *testing.T) {
 	WriteTable(&b, []Result{ok, slow})
 	assert.Contains(t, b.String(), note)
 }
+
+// The demo points at the dashboard only while it is up.
+func TestNextSteps(t *testing.T) {
+	assert.Contains(t, nextSteps("http://127.0.0.1:8090", true), "the dashboard http://127.0.0.1:8090/")
+	gone := nextSteps("http://127.0.0.1:8090", false)
+	assert.NotContains(t, gone, "http://127.0.0.1:8090")
+	assert.Contains(t, gone, "--keep-running")
+}
