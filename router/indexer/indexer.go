@@ -182,7 +182,9 @@ func (x *Indexer) addWorker(spec WorkerSpec, update bool) (bool, error) {
 func (x *Indexer) ensureRanksLocked(w *worker) {
 	for r := range uint32(w.spec.DPSize) {
 		if _, ok := w.ranks[r]; !ok {
-			w.addRankLocked(newRank(core.Worker{ID: w.spec.WorkerID, DPRank: r}, x.opts.Now()))
+			nr := newRank(core.Worker{ID: w.spec.WorkerID, DPRank: r}, x.opts.Now())
+			nr.awaiting.Store(x.opts.AwaitConnect && w.spec.Endpoint != "")
+			w.addRankLocked(nr)
 		}
 	}
 }

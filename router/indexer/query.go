@@ -87,7 +87,7 @@ var matchPool = sync.Pool{New: func() any { s := make([]core.Match, 0, 64); retu
 func (x *Indexer) stateLocked(w core.Worker) State {
 	if wk, ok := x.workers[w.ID]; ok {
 		if r, ok := wk.ranks[w.DPRank]; ok {
-			return r.State()
+			return r.shownState()
 		}
 	}
 	return StateLive
@@ -113,7 +113,7 @@ func (x *Indexer) AppendCandidates(dst []Candidate, key ModelKey) ([]Candidate, 
 			continue
 		}
 		for _, r := range w.sorted {
-			dst = append(dst, Candidate{Worker: r.w, State: r.State()})
+			dst = append(dst, Candidate{Worker: r.w, State: r.shownState()})
 		}
 	}
 	return dst, nil

@@ -55,6 +55,11 @@ const (
 	StateLive State = iota
 	StateDegraded
 	StateQuarantined
+	// StateConnecting: a live rank whose event stream has not connected
+	// yet (Options.AwaitConnect): scored by load only, since its blocks
+	// (a snapshot's) may be stale. Only shown: the rank's own state
+	// machine never takes it.
+	StateConnecting
 )
 
 func (s State) String() string {
@@ -65,6 +70,8 @@ func (s State) String() string {
 		return "degraded"
 	case StateQuarantined:
 		return "quarantined"
+	case StateConnecting:
+		return "connecting"
 	}
 	return "unknown"
 }

@@ -33,6 +33,9 @@ type Options struct {
 	NewIngest NewIngestFunc
 	// Now is the clock of the indexer and router (tests); nil: time.Now.
 	Now func() time.Time
+	// ConnectWarnAfter: a worker's stream not connected this long after
+	// its registration is logged (a WARN, once); zero: 30s.
+	ConnectWarnAfter time.Duration
 }
 
 // Server is one kvrouter: the indexer, the router, the ingest layer and
@@ -47,6 +50,8 @@ type Server struct {
 	m      *metrics
 	routes http.Handler
 	px     *proxy.Proxy // the OpenAI proxy and dashboard in front of routes
+	// connecting: the ranks whose stream has not connected (connecting.go).
+	connecting *connectWatch
 
 	// mu serializes registry changes (the indexer's registration and the
 	// subscriptions of its ranks move together) and guards endpoints.
@@ -79,6 +84,7 @@ func New(opts Options) (*Server, error) {
 		log = slog.New(slog.DiscardHandler)
 	}
 	s := &Server{cfg: cfg, log: log, endpoints: map[uint64]map[uint32]rankStream{}, stop: make(chan struct{})}
+	s.connecting = newConnectWatch(opts.ConnectWarnAfter, opts.Now)
 	mode, err := stabilityMode(cfg.Index.StabilityMode)
 	if err != nil {
 		return nil, err
@@ -95,6 +101,9 @@ func New(opts Options) (*Server, error) {
 		Replay: indexer.ReplayFunc(s.requestReplay),
 		Logger: log,
 		Now:    opts.Now,
+		// A stream this router subscribes to itself shows "connecting"
+		// until it connects (a replica on the event plane sees none).
+		AwaitConnect: cfg.NATS.URL == "" && opts.NewIngest != nil,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("serve: %w", err)
@@ -244,6 +253,7 @@ func (s *Server) expiryLoop() {
 		case <-t.C:
 			s.rt.Expire()
 			s.ix.Settle()
+			s.warnUnconnected()
 		}
 	}
 }
