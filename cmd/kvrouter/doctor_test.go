@@ -36,8 +36,10 @@ func TestDoctorSubcommand(t *testing.T) {
 			[]string{`rank 0: verified under vllm-sha256-cbor seed="vllm-none-hash"`, "verdict: verified"}},
 		{"verified sha256 seed 0 named", "sha256", "0", false, true, []string{"--engine-hash", "sha256:0"}, 0,
 			[]string{`verified under vllm-sha256 seed="0"`}},
-		{"unstable", "sha256_cbor", "vllm-none-hash", true, true, nil, 1,
-			[]string{"rank 0: unstable", "verdict: unstable", "fix: set PYTHONHASHSEED=0", "--prefix-caching-hash-algo sha256_cbor"}},
+		// A random root, one process: nothing shows the ids random (an
+		// unknown scheme would look the same): unverifiable, exit 3.
+		{"random root, one process", "sha256_cbor", "vllm-none-hash", true, true, []string{"--seconds", "2"}, 3,
+			[]string{"rank 0: unverifiable", "verdict: unverifiable", "PYTHONHASHSEED=0", "--prefix-caching-hash-algo sha256_cbor"}},
 		{"nothing seen", "sha256", "0", false, false, []string{"--seconds", "0.3"}, 3,
 			[]string{"verdict: pending", "send the engine a new prompt"}},
 		{"other block size noted", "sha256", "0", false, true, []string{"--block-size", "32"}, 0,

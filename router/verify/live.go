@@ -197,7 +197,11 @@ func Fix(v indexer.Verdict) string {
 			"if the engine already runs a fixed seed, pass it: --engine-hash SCHEME:SEED or --seeds SEED",
 		}, "\n     ")
 	case indexer.VerdictUnverifiable:
-		return "name the engine's scheme and seed (--engine-hash SCHEME:SEED, e.g. xxhash:0), or send a request without a LoRA adapter"
+		return strings.Join([]string{
+			"name the engine's scheme and seed (--engine-hash SCHEME:SEED, e.g. xxhash:0), or send a request without a LoRA adapter;",
+			"if its ids are random per process (no fixed PYTHONHASHSEED), restarting it and sending the same prompt shows it: then",
+			"set PYTHONHASHSEED=0 on every engine process, or on vLLM use --prefix-caching-hash-algo sha256_cbor",
+		}, "\n     ")
 	case indexer.VerdictPending:
 		return strings.Join([]string{
 			"no root store was seen: send the engine a new prompt while the doctor listens;",
