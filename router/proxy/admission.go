@@ -170,7 +170,7 @@ func (p *Proxy) admit(ctx context.Context, w http.ResponseWriter, pol Policy, re
 // at their limit, with Retry-After.
 func (p *Proxy) saturated(w http.ResponseWriter, model, format string, args ...any) error {
 	w.Header().Set("Retry-After", strconv.Itoa(retryAfterSeconds))
-	e := httpapi.NewError(http.StatusTooManyRequests, "rate_limit_error", "engines_saturated", format, args...)
+	e := httpapi.TooManyRequests("engines_saturated", format, args...)
 	e.Message = "model " + strconv.Quote(model) + ": every engine is at its limit (max_num_seqs + engine_queue): " + e.Message + "; retry later"
 	return e
 }

@@ -37,8 +37,7 @@ func (p *Proxy) Wrap(next http.Handler) http.Handler {
 	for path, allow := range map[string]string{"/v1/completions": http.MethodPost, "/v1/chat/completions": http.MethodPost, "/v1/dashboard": http.MethodGet} {
 		mux.HandleFunc(path, p.api(func(w http.ResponseWriter, r *http.Request) error {
 			w.Header().Set("Allow", allow)
-			return httpapi.NewError(http.StatusMethodNotAllowed, "invalid_request_error", "method_not_allowed",
-				"%s is not allowed on %s; allowed: [%s]", r.Method, r.URL.Path, allow)
+			return httpapi.MethodNotAllowed("%s is not allowed on %s; allowed: [%s]", r.Method, r.URL.Path, allow)
 		}))
 	}
 	static, err := fs.Sub(dashboardFiles, "dashboard")
