@@ -193,13 +193,13 @@ func TestOverloadIsAnswered429Quickly(t *testing.T) {
 	assert.Equal(t, uint64(statuses[http.StatusTooManyRequests]), rejected)
 	t.Logf("route p50 %.0f µs, p99 %.0f µs", snap.RouteP50Us, snap.RouteP99Us)
 	// A decision that waited behind the proxy's I/O would take at least an
-	// engine's answer (hold): the decisions' p50 is far below it, their
-	// p99 below it. (What a decision costs, under a millisecond at p99
+	// engine's answer (hold) after waiting its turn: the decisions' p50
+	// is far below it, their p99 below two (a busy machine's pauses). (What a decision costs, under a millisecond at p99
 	// with every engine saturated, is BenchmarkRouteWhileSaturated's to
 	// measure: a tighter bound here would measure the machine's load.)
 	assert.Less(t, snap.RouteP50Us, float64(hold.Microseconds())/20, "route p50 (µs) with every engine saturated")
 	if !raceDetector { // its checks stretch a collection's pauses tenfold
-		assert.Less(t, snap.RouteP99Us, float64(hold.Microseconds()), "route p99 (µs) with every engine saturated")
+		assert.Less(t, snap.RouteP99Us, float64(2*hold.Microseconds()), "route p99 (µs) with every engine saturated")
 	}
 	assert.Zero(t, px.Waiting(), "the admission queue drains")
 	assert.Zero(t, rt.Stats().ActiveRequests)
@@ -248,7 +248,7 @@ func BenchmarkRouteWhileSaturated(b *testing.B) {
 // checks do not wait for a slot's connection (they would time out, and a
 // saturated engine would go out of rotation).
 func TestSaturatedEngineStaysInRotation(t *testing.T) {
-	e := newSlowEngine(t, 1500*time.Millisecond)
+	e := newSlowEngine(t, 4*time.Second)
 	ix, err := indexer.New(indexer.Options{BlockSize: 4})
 	require.NoError(t, err)
 	_, err = ix.AddWorker(indexer.WorkerSpec{WorkerID: 1, Model: "m", BaseURL: e.srv.URL})
@@ -256,7 +256,7 @@ func TestSaturatedEngineStaysInRotation(t *testing.T) {
 	rt, err := route.New(ix, route.Options{})
 	require.NoError(t, err)
 	px, err := proxy.New(proxy.Options{Indexer: ix, Router: rt, EngineSlots: 2,
-		HealthInterval: 20 * time.Millisecond, HealthTimeout: 100 * time.Millisecond, HealthFailures: 2})
+		HealthInterval: 50 * time.Millisecond, HealthTimeout: time.Second, HealthFailures: 2})
 	require.NoError(t, err)
 	srv := httptest.NewServer(px.Wrap(http.NotFoundHandler()))
 	defer srv.Close()
@@ -275,7 +275,9 @@ func TestSaturatedEngineStaysInRotation(t *testing.T) {
 		}()
 	}
 	require.Eventually(t, func() bool { return e.inflight.Load() == 2 }, eventually, time.Millisecond, "both slots busy")
-	time.Sleep(700 * time.Millisecond) // many health checks while saturated
+	// Health checks while saturated: one waiting for a slot's connection
+	// would time out twice in this time (and take the engine out).
+	time.Sleep(3 * time.Second)
 	info, ok := ix.Worker(1)
 	require.True(t, ok)
 	assert.True(t, info.Healthy, "the saturated engine stays in rotation")
