@@ -194,9 +194,10 @@ func TestOverloadIsAnswered429Quickly(t *testing.T) {
 	t.Logf("route p50 %.0f µs, p99 %.0f µs", snap.RouteP50Us, snap.RouteP99Us)
 	// A decision that waited behind the proxy's I/O would take at least an
 	// engine's answer (hold) after waiting its turn: the decisions' p50
-	// is far below it, their p99 below two (a busy machine's pauses). (What a decision costs, under a millisecond at p99
-	// with every engine saturated, is BenchmarkRouteWhileSaturated's to
-	// measure: a tighter bound here would measure the machine's load.)
+	// is far below it, their p99 below two (a busy machine's pauses).
+	// (What a decision costs, under a millisecond at p99 with every
+	// engine saturated, is BenchmarkRouteWhileSaturated's to measure: a
+	// tighter bound here would measure the machine's load.)
 	assert.Less(t, snap.RouteP50Us, float64(hold.Microseconds())/20, "route p50 (µs) with every engine saturated")
 	if !raceDetector { // its checks stretch a collection's pauses tenfold
 		assert.Less(t, snap.RouteP99Us, float64(2*hold.Microseconds()), "route p99 (µs) with every engine saturated")
