@@ -163,7 +163,8 @@ func (st *stream) resumeReplay() {
 // when a later live message shows the gap (which may never come: an idle
 // engine's cache would stay unknown). What the engine's buffer no longer
 // holds of a fresh stream is not a loss to report: the router never had
-// it.
+// it. 3-frame replies carry no topic: before a live message names it,
+// the subscription's topic stands in.
 func (st *stream) catchUp() {
 	if st.replayEP == "" || st.have {
 		return // nothing to ask, or a reconnect: gaps are found live
