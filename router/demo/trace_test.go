@@ -2,6 +2,7 @@ package demo_test
 
 import (
 	"bytes"
+	"slices"
 	"strings"
 	"testing"
 
@@ -111,6 +112,39 @@ func FuzzReadTrace(f *testing.F) {
 				continue
 			}
 			require.Len(t, e.Tokens(q), q.InputLength)
+		}
+	})
+}
+
+// FuzzConversations: any trace gets one conversation a request, numbered
+// in order of first appearance, and a request that repeats an earlier
+// one's hash ids (two or more) continues its conversation.
+func FuzzConversations(f *testing.F) {
+	f.Add([]byte{0, 1, 2, 0, 1, 2, 3, 0, 5})
+	f.Add([]byte{7, 7, 7, 7})
+	f.Fuzz(func(t *testing.T, b []byte) {
+		var reqs []demo.Request
+		for i := 0; i+1 < len(b) && len(reqs) < 64; i += 2 {
+			n := 1 + int(b[i])%4
+			ids := make([]uint64, 0, n)
+			for k := range n {
+				ids = append(ids, uint64(b[i+1]%3)*10+uint64(k)*uint64(1+b[i]%2))
+			}
+			reqs = append(reqs, demo.Request{HashIDs: ids, InputLength: 512 * n})
+		}
+		conv := demo.Conversations(reqs)
+		require.Len(t, conv, len(reqs))
+		next := 0
+		for i, c := range conv {
+			require.LessOrEqual(t, c, next, "numbered in order of appearance")
+			if c == next {
+				next++
+			}
+			for j := range i {
+				if len(reqs[i].HashIDs) >= 2 && slices.Equal(reqs[i].HashIDs, reqs[j].HashIDs) {
+					require.Equal(t, conv[j], c, "a repeat continues its conversation")
+				}
+			}
 		}
 	})
 }
