@@ -37,10 +37,10 @@ Flags:
 		fs.PrintDefaults()
 	}
 	trace := fs.String("trace", "", "Mooncake-format trace (JSONL); default "+defaultTrace+" when present, else a generated one")
-	sample := fs.Int("sample", 0, "keep 1 prefix family in K (a family: the requests sharing their first hash_id that at most half the trace shares); 0: the K that leaves at most 600 requests")
+	sample := fs.Int("sample", 0, "keep 1 conversation in K (a request continues the conversation of the longest earlier turn it extends); 1: the whole trace; 0: the K that leaves about 600 requests")
 	requests := fs.Int("requests", 0, "then keep only the first N requests (0: all)")
 	engines := fs.Int("engines", 8, "kvmock engines")
-	speedup := fs.Float64("speedup", 80, "arrivals compressed and the engines' simulated time run this many times faster")
+	speedup := fs.Float64("speedup", 80, "arrivals compressed and the engines' simulated time run this many times faster (set: kept even when the host cannot keep the schedule; default: lowered then)")
 	numBlocks := fs.Int("num-blocks", 16384, "KV blocks per engine")
 	blockSize := fs.Int("block-size", 16, "tokens per KV block (engines and kvrouter)")
 	maxRunning := fs.Int("max-running", 8, "requests an engine runs at once")
@@ -71,8 +71,8 @@ Flags:
 		}
 		pols = append(pols, p)
 	}
-	if *engines < 1 || *speedup <= 0 || *requests < 0 {
-		fmt.Fprintln(stderr, "kvrouter demo: --engines must be >= 1, --speedup > 0, --requests >= 0")
+	if msg := checkDemoFlags(*engines, *speedup, *requests, *sample, *unstable, *replicas, *numBlocks, *blockSize, *maxRunning); msg != "" {
+		fmt.Fprintln(stderr, "kvrouter demo: "+msg)
 		return 2
 	}
 	reqs, name, err := loadTrace(*trace, *sample, *requests, stdout)
@@ -122,7 +122,7 @@ Flags:
 		log = slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	}
 	o := demo.Options{
-		Trace: reqs, TraceName: name, Engines: *engines, Speedup: *speedup, Policies: pols,
+		Trace: reqs, TraceName: name, Engines: *engines, Speedup: *speedup, FixedSpeed: flagSet(fs, "speedup"), Policies: pols,
 		UnstableEngine: *unstable, Launcher: demo.ProcLauncher{Bin: kvmockBin, LogDir: *logDir},
 		Listen: *listen, Logger: log, Out: stdout, TTY: isTerminal(stdout), Replicas: *replicas,
 		Gateway: *gatewayName, EnvoyBin: *envoyBin,
@@ -146,11 +146,38 @@ Flags:
 	return 0
 }
 
+// checkDemoFlags names the first flag out of its range ("" when all are
+// in range): a value the demo cannot run with is an error at start, not
+// an engine that never starts or a scenario silently skipped.
+func checkDemoFlags(engines int, speedup float64, requests, sample, unstable, replicas, numBlocks, blockSize, maxRunning int) string {
+	switch {
+	case engines < 1:
+		return "--engines must be >= 1"
+	case !(speedup > 0):
+		return "--speedup must be > 0"
+	case requests < 0:
+		return "--requests must be >= 0"
+	case sample < 0:
+		return "--sample must be >= 0 (0: automatic)"
+	case unstable < -1 || unstable >= engines:
+		return fmt.Sprintf("--unstable-engine must be -1 (none) or an engine's index, 0 to %d", engines-1)
+	case replicas < 1:
+		return "--replicas must be >= 1"
+	case numBlocks < 1:
+		return "--num-blocks must be >= 1"
+	case blockSize < 1:
+		return "--block-size must be >= 1"
+	case maxRunning < 1:
+		return "--max-running must be >= 1"
+	}
+	return ""
+}
+
 // maxDemoRequests keeps the default demo under two minutes on two cores.
 const maxDemoRequests = 600
 
 // loadTrace reads --trace, else the shared trace, else generates one; it
-// samples prefix families (k) and keeps the first n requests.
+// samples conversations (1 in k) and keeps the first n requests.
 func loadTrace(path string, k, n int, out io.Writer) ([]demo.Request, string, error) {
 	if path == "" {
 		if _, err := os.Stat(defaultTrace); err == nil {
@@ -174,7 +201,7 @@ func loadTrace(path string, k, n int, out io.Writer) ([]demo.Request, string, er
 	if k > 1 {
 		all := len(reqs)
 		reqs = demo.SampleFamilies(reqs, k)
-		fmt.Fprintf(out, "subsampled: 1 prefix family in %d, %d of the trace's %d requests, over its whole span (--sample 1 replays all)\n", k, len(reqs), all)
+		fmt.Fprintf(out, "subsampled: 1 conversation in %d, %d of the trace's %d requests, over its whole span (--sample 1 replays all)\n", k, len(reqs), all)
 	}
 	if n > 0 && n < len(reqs) {
 		fmt.Fprintf(out, "subsampled: the first %d of the trace's %d requests (--requests 0 replays all)\n", n, len(reqs))

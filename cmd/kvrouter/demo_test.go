@@ -25,6 +25,14 @@ func TestDemoFlags(t *testing.T) {
 		{"unknown flag", []string{"demo", "--nope"}, 2, "flag provided but not defined"},
 		{"bad policy", []string{"demo", "--policies", "kvrouter,fastest"}, 2, `policy "fastest"`},
 		{"no engines", []string{"demo", "--engines", "0"}, 2, "--engines"},
+		{"no speedup", []string{"demo", "--speedup", "0"}, 2, "--speedup"},
+		{"unstable engine out of the fleet", []string{"demo", "--unstable-engine", "99"}, 2, "--unstable-engine"},
+		{"unstable engine below -1", []string{"demo", "--unstable-engine", "-2"}, 2, "--unstable-engine"},
+		{"no replicas", []string{"demo", "--replicas", "0"}, 2, "--replicas"},
+		{"negative sample", []string{"demo", "--sample", "-1"}, 2, "--sample"},
+		{"no blocks", []string{"demo", "--num-blocks", "0"}, 2, "--num-blocks"},
+		{"no block size", []string{"demo", "--block-size", "0"}, 2, "--block-size"},
+		{"nothing running", []string{"demo", "--max-running", "0"}, 2, "--max-running"},
 		{"missing trace", []string{"demo", "--trace", "/nonexistent.jsonl"}, 1, "nonexistent"},
 		{"missing kvmock", []string{"demo", "--trace", "", "--kvmock", "/nonexistent/kvmock"}, 1, "kvmock binary"},
 	}
@@ -38,7 +46,7 @@ func TestDemoFlags(t *testing.T) {
 	}
 }
 
-// A trace is subsampled by prefix family, then cut to --requests.
+// A trace is subsampled by conversation, then cut to --requests.
 func TestLoadTrace(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "t.jsonl")
 	f, err := os.Create(path)
@@ -53,7 +61,7 @@ func TestLoadTrace(t *testing.T) {
 	half, _, err := loadTrace(path, 2, 0, &out)
 	require.NoError(t, err)
 	assert.Equal(t, demo.SampleFamilies(all, 2), half)
-	assert.Contains(t, out.String(), "1 prefix family in 2")
+	assert.Contains(t, out.String(), "1 conversation in 2")
 	few, _, err := loadTrace(path, 1, 10, &out)
 	require.NoError(t, err)
 	assert.Equal(t, all[:10], few)

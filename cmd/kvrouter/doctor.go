@@ -115,6 +115,12 @@ func writeDoctorText(w io.Writer, rep verify.Report) {
 	}
 	v := rep.Verdict()
 	fmt.Fprintf(w, "verdict: %s\n", v)
+	if !rep.Connected {
+		fmt.Fprintf(w, "could not connect to %s in %.1fs: is the engine up, and is that its KV events endpoint "+
+			"(a ZeroMQ PUB socket: vLLM's kv-events-config \"endpoint\")? check the host, the port and a firewall\n",
+			rep.Endpoint, rep.Waited.Seconds())
+		return
+	}
 	if fix := verify.Fix(v); fix != "" {
 		fmt.Fprintf(w, "fix: %s\n", fix)
 	}
@@ -142,8 +148,12 @@ func writeDoctorJSON(w io.Writer, rep verify.Report) {
 			OtherBlockSize: rk.OtherBlockSize, Stores: rk.Stores})
 	}
 	v := rep.Verdict()
+	fix := verify.Fix(v)
+	if !rep.Connected {
+		fix = "could not connect to " + rep.Endpoint + ": check that the engine is up and that this is its KV events endpoint"
+	}
 	out := map[string]any{"endpoint": rep.Endpoint, "topic": rep.Topic, "seconds": rep.Waited.Seconds(),
-		"verdict": v.String(), "fix": verify.Fix(v), "ranks": ranks}
+		"connected": rep.Connected, "verdict": v.String(), "fix": fix, "ranks": ranks}
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	_ = enc.Encode(out)

@@ -36,8 +36,10 @@ func TestDoctorSubcommand(t *testing.T) {
 			[]string{`rank 0: verified under vllm-sha256-cbor seed="vllm-none-hash"`, "verdict: verified"}},
 		{"verified sha256 seed 0 named", "sha256", "0", false, true, []string{"--engine-hash", "sha256:0"}, 0,
 			[]string{`verified under vllm-sha256 seed="0"`}},
-		{"unstable", "sha256_cbor", "vllm-none-hash", true, true, nil, 1,
-			[]string{"rank 0: unstable", "verdict: unstable", "fix: set PYTHONHASHSEED=0", "--prefix-caching-hash-algo sha256_cbor"}},
+		// A random root, one process: nothing shows the ids random (an
+		// unknown scheme would look the same): unverifiable, exit 3.
+		{"random root, one process", "sha256_cbor", "vllm-none-hash", true, true, []string{"--seconds", "2"}, 3,
+			[]string{"rank 0: unverifiable", "verdict: unverifiable", "PYTHONHASHSEED=0", "--prefix-caching-hash-algo sha256_cbor"}},
 		{"nothing seen", "sha256", "0", false, false, []string{"--seconds", "0.3"}, 3,
 			[]string{"verdict: pending", "send the engine a new prompt"}},
 		{"other block size noted", "sha256", "0", false, true, []string{"--block-size", "32"}, 0,
@@ -55,6 +57,25 @@ func TestDoctorSubcommand(t *testing.T) {
 			}
 		})
 	}
+}
+
+// Nothing listening at --events: the doctor says it could not connect,
+// not that no root store was seen.
+func TestDoctorCannotConnect(t *testing.T) {
+	var out, errOut bytes.Buffer
+	code := run(t.Context(), []string{"doctor", "--events", "tcp://127.0.0.1:1", "--seconds", "0.5"}, &out, &errOut)
+	assert.Equal(t, 3, code)
+	assert.Contains(t, out.String(), "could not connect to tcp://127.0.0.1:1")
+	assert.NotContains(t, out.String(), "no root store was seen")
+	out.Reset()
+	run(t.Context(), []string{"doctor", "--events", "tcp://127.0.0.1:1", "--seconds", "0.3", "--json"}, &out, &errOut)
+	var rep struct {
+		Connected bool   `json:"connected"`
+		Fix       string `json:"fix"`
+	}
+	require.NoError(t, json.Unmarshal(out.Bytes(), &rep), out.String())
+	assert.False(t, rep.Connected)
+	assert.Contains(t, rep.Fix, "could not connect")
 }
 
 func TestDoctorJSONAndUsage(t *testing.T) {

@@ -39,12 +39,21 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if len(args) > 0 && args[0] == "demo" {
 		return runDemo(ctx, args[1:], stdout, stderr)
 	}
-	if len(args) > 0 && args[0] == "sim" {
-		return runSim(ctx, args[1:], stdout, stderr)
+	if len(args) > 0 {
+		switch args[0] {
+		case "help", "-h", "-help", "--help":
+			printUsage(stdout)
+			return 0
+		case "version", "-version", "--version":
+			fmt.Fprintln(stdout, version())
+			return 0
+		case "sim":
+			return runSim(ctx, args[1:], stdout, stderr)
+		}
 	}
 	p, err := config.Parse("kvrouter", args, stderr)
 	if errors.Is(err, flag.ErrHelp) {
-		return 0
+		return 0 // -h after other flags: the flags were printed
 	}
 	if err != nil {
 		fmt.Fprintf(stderr, "kvrouter: %v\n", err)
@@ -62,6 +71,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	log := newLogger(p.Config.Log, stderr)
 	if err := serveUntilDone(ctx, p.Config, log); err != nil {
 		log.Error("kvrouter: stopped", "error", err)
+		if errors.Is(err, serve.ErrStart) {
+			return 2 // the config cannot be served: as a bad value is
+		}
 		return 1
 	}
 	return 0
@@ -109,9 +121,10 @@ func serveUntilDone(ctx context.Context, cfg config.Config, log *slog.Logger) er
 		_ = httpSrv.Close()
 		return err
 	}
+	softFiles, _ := fileLimit()
 	log.Info("kvrouter: serving", "listen", ln.Addr().String(), "tls", cfg.Security.TLSCertFile != "",
 		"admin_token", cfg.Security.AdminToken != "", "api_token", cfg.Security.APIToken != "", "block_size", cfg.BlockSize,
-		"workers", len(cfg.Workers), "snapshot", cfg.Snapshot.Path, "bind", cfg.Bind)
+		"workers", len(cfg.Workers), "snapshot", cfg.Snapshot.Path, "bind", cfg.Bind, "open_files_limit", softFiles)
 
 	select {
 	case <-ctx.Done():

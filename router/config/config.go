@@ -45,6 +45,8 @@ type Config struct {
 	Index    Index    `yaml:"index"`
 	Routing  Routing  `yaml:"routing"`
 	Limits   Limits   `yaml:"limits"`
+	// Proxy: the OpenAI proxy's backpressure (proxy.go).
+	Proxy Proxy `yaml:"proxy"`
 	// NATS: router replicas sharing one event plane (nats.go).
 	NATS NATS `yaml:"nats"`
 	// Security: tokens, TLS, allowed engine networks (security.go).
@@ -71,6 +73,9 @@ type Snapshot struct {
 	Path string `yaml:"path"`
 	// Interval between periodic writes; 0 writes on shutdown only.
 	Interval time.Duration `yaml:"interval"`
+	// DiscardUnreadable: a snapshot that cannot be read (corrupt, foreign)
+	// is renamed aside and kvrouter starts empty; false refuses to start.
+	DiscardUnreadable bool `yaml:"discard_unreadable,omitempty"`
 }
 
 // Index configures the indexer.
@@ -174,8 +179,13 @@ func Default() Config {
 		ShutdownTimeout: DefaultShutdownTimeout,
 
 		ZMQMaxMessageBytes: DefaultZMQMaxMessageBytes,
+		Proxy:              defaultProxy(),
 	}
 }
+
+// MaxBlockSize bounds block_size: engines' blocks are tens to a few
+// thousand tokens; a larger value is a typo, not a block.
+const MaxBlockSize = 1 << 16
 
 // Validate reports every bad setting at once, each naming its key.
 func (c *Config) Validate() error {
@@ -186,6 +196,8 @@ func (c *Config) Validate() error {
 	}
 	if c.BlockSize <= 0 {
 		bad("block_size: %d; set it (--block-size) to the engines' block size", c.BlockSize)
+	} else if c.BlockSize > MaxBlockSize {
+		bad("block_size: %d; want at most %d tokens a block", c.BlockSize, MaxBlockSize)
 	}
 	if c.Bind != "" && !strings.Contains(c.Bind, "://") {
 		bad("bind: %q; want transport://address (tcp://*:5557)", c.Bind)
@@ -247,6 +259,7 @@ func (c *Config) Validate() error {
 	errs = append(errs, c.validateNATS()...)
 	errs = append(errs, c.validateSecurity()...)
 	errs = append(errs, c.validateEPP()...)
+	errs = append(errs, c.validateProxy()...)
 	seen := map[uint64]bool{}
 	for i, w := range c.Workers {
 		if err := w.Validate(); err != nil {

@@ -59,6 +59,14 @@ func Parse(name string, args []string, out io.Writer) (Parsed, error) {
 	return p, nil
 }
 
+// PrintFlags writes every flag with its default and help to out (a
+// command's usage).
+func PrintFlags(name string, out io.Writer) {
+	c, p := Default(), Parsed{}
+	fs := newFlagSet(name, &c, &p, out)
+	fs.PrintDefaults()
+}
+
 // newFlagSet binds every config field to its flag.
 func newFlagSet(name string, c *Config, p *Parsed, out io.Writer) *flag.FlagSet {
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
@@ -77,6 +85,7 @@ func newFlagSet(name string, c *Config, p *Parsed, out io.Writer) *flag.FlagSet 
 	fs.StringVar(&c.Log.Level, "log-level", c.Log.Level, "log level: debug, info, warn, error")
 	fs.StringVar(&c.Snapshot.Path, "snapshot", c.Snapshot.Path, "snapshot file: loaded at start, written atomically every interval and on shutdown")
 	fs.DurationVar(&c.Snapshot.Interval, "snapshot-interval", c.Snapshot.Interval, "time between snapshot writes (0: on shutdown only)")
+	fs.BoolVar(&c.Snapshot.DiscardUnreadable, "snapshot-discard-unreadable", c.Snapshot.DiscardUnreadable, "a snapshot that cannot be read is renamed aside and kvrouter starts empty (default: refuse to start)")
 	fs.StringVar(&c.Index.StabilityMode, "stability-mode", c.Index.StabilityMode, "engine hash stability: warn or enforce (empty: KVHASH_ENFORCE_ENGINE_HASH_STABILITY)")
 	fs.Var(listFlag{&c.Index.Media}, "index-media", "comma-separated media indexed besides GPU (e.g. CPU)")
 	fs.DurationVar(&c.Index.DegradedSettle, "degraded-settle", c.Index.DegradedSettle, "least time a rank stays degraded after a lost gap (0: indexer default)")
@@ -106,6 +115,7 @@ func newFlagSet(name string, c *Config, p *Parsed, out io.Writer) *flag.FlagSet 
 	fs.BoolVar(&c.EPP.TLS, "epp-tls", c.EPP.TLS, "serve the endpoint picker over TLS with a self-signed certificate (ALPN h2)")
 	fs.IntVar(&c.EPP.MaxInFlightPerWorker, "epp-max-in-flight", c.EPP.MaxInFlightPerWorker, "picker: 429 when every eligible worker has this many requests in flight (0: never)")
 	fs.IntVar(&c.EPP.Fallbacks, "epp-fallbacks", c.EPP.Fallbacks, "picker: endpoints after the pick in x-gateway-destination-endpoint, next cheapest first")
+	proxyFlags(fs, &c.Proxy)
 	fs.Var(workerFlag{&c.Workers}, "worker", "register a worker: id=1,model=M,endpoint=tcp://h:5557[,replay_endpoint=...][,dp_size=N][,topic=T][,tenant=T][,base_url=U][,engine_hash=H] (repeatable)")
 	return fs
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"reflect"
 
 	"go.yaml.in/yaml/v3"
 )
@@ -14,7 +15,17 @@ import (
 // values, absent keys keep them. Unknown keys, wrong types and a second
 // document are errors naming the line.
 func Decode(r io.Reader, base Config) (Config, error) {
-	dec := yaml.NewDecoder(r)
+	data, err := io.ReadAll(r)
+	if err != nil {
+		return base, fmt.Errorf("config: %w", err)
+	}
+	var doc yaml.Node
+	if err := yaml.Unmarshal(data, &doc); err == nil {
+		if err := checkIntegers(&doc, reflect.TypeFor[Config]()); err != nil {
+			return base, fmt.Errorf("config: %w", err)
+		}
+	}
+	dec := yaml.NewDecoder(bytes.NewReader(data))
 	dec.KnownFields(true)
 	c := base
 	if err := dec.Decode(&c); err != nil {

@@ -26,8 +26,11 @@ type Options struct {
 	Engine    EngineConfig
 	// Speedup compresses the trace's arrivals; the engines run their
 	// simulated time at the same factor, so load stays as in the trace.
-	Speedup  float64
-	Policies []proxy.Policy
+	Speedup float64
+	// FixedSpeed keeps Speedup when the host cannot keep the schedule;
+	// false lowers it (the table says so).
+	FixedSpeed bool
+	Policies   []proxy.Policy
 	// UnstableEngine >= 0 restarts that engine with a new random root a
 	// third into kvrouter's run, and as a fixed engine at two thirds (the
 	// baselines do not read the index: their runs stay clean).
@@ -58,6 +61,11 @@ func Run(ctx context.Context, o Options) ([]Result, error) {
 	if o.Gateway != "" {
 		cfg.EPP.Listen = "127.0.0.1:0"
 	}
+	// The proxy sends an engine what it runs and a queue as long; the
+	// rest waits in the admission queue, long enough that a replay's
+	// burst waits rather than fails (a 429 is retried after it).
+	cfg.Proxy.MaxNumSeqs, cfg.Proxy.EngineQueue = o.Engine.MaxRunning, 4*o.Engine.MaxRunning
+	cfg.Proxy.AdmissionQueue, cfg.Proxy.AdmissionTimeout = 2048, 30*time.Second
 	rt, err := StartReplicas(cfg, o.Replicas, log)
 	if err != nil {
 		return nil, err
@@ -72,7 +80,11 @@ func Run(ctx context.Context, o Options) ([]Result, error) {
 		fmt.Fprintf(o.Out, "gateway: Envoy at %s asks kvrouter's endpoint picker (%s) where each of kvrouter's requests goes; the baselines go through the proxy\n",
 			gw.url, rt.Server.EPPAddr())
 	}
-	hc := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 512, MaxConnsPerHost: 0}}
+	// Connections bounded too: the requests beyond what the proxy holds
+	// wait in this client, not in descriptors (kvrouter runs in this
+	// process: each connection is two).
+	conns := o.Engines*(cfg.Proxy.MaxNumSeqs+cfg.Proxy.EngineQueue) + cfg.Proxy.AdmissionQueue
+	hc := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 512, MaxConnsPerHost: conns}}
 	defer hc.CloseIdleConnections()
 	api := &client{base: rt.URL, http: hc, token: rt.AdminToken}
 	fmt.Fprintf(o.Out, "kvrouter %s (dashboard: %s/), %d kvmock engines, trace %s: %d requests at %gx\n",
@@ -125,8 +137,7 @@ func Run(ctx context.Context, o Options) ([]Result, error) {
 	if tokenizeNote != "" {
 		fmt.Fprintln(o.Out, tokenizeNote)
 	}
-	fmt.Fprintf(o.Out, "\nNext: the dashboard %s/ , Prometheus metrics %s/metrics , the workers %s/v1/workers ,\n"+
-		"      docs/guides/demo.md (this demo) and docs/api/router.md (the API).\n", rt.URL, rt.URL, rt.URL)
+	fmt.Fprint(o.Out, nextSteps(rt.URL, o.Hold != nil))
 	if o.Hold != nil {
 		o.Hold(rt)
 	}
@@ -134,6 +145,18 @@ func Run(ctx context.Context, o Options) ([]Result, error) {
 		last.stop(context.Background(), api)
 	}
 	return results, ctx.Err()
+}
+
+// nextSteps is what the demo suggests after its table: the dashboard
+// and the API while they are up (holding: --keep-running), else how to
+// keep them up, since they stop with the demo.
+func nextSteps(url string, holding bool) string {
+	if holding {
+		return fmt.Sprintf("\nNext: the dashboard %s/ , Prometheus metrics %s/metrics , the workers %s/v1/workers ,\n"+
+			"      docs/guides/demo.md (this demo) and docs/api/router.md (the API).\n", url, url, url)
+	}
+	return "\nkvrouter and the fleet stop now: --keep-running leaves them up to look at the dashboard, /metrics and\n" +
+		"/v1/workers; docs/guides/demo.md (this demo) and docs/api/router.md (the API).\n"
 }
 
 // fleet is one policy's engines.
@@ -299,7 +322,8 @@ func runPolicy(ctx context.Context, o Options, rt *Router, api *client, hc *http
 			}()
 		}
 	}
-	outs := replay(ctx, hc, url, pol, o.Trace, bodies, o.Speedup, &prog, at)
+	sched := newSchedule(o.Speedup, o.FixedSpeed, start)
+	outs := replay(ctx, hc, url, pol, o.Trace, bodies, sched, &prog, at)
 	scenario.Wait()
 	if pol == proxy.PolicyKV && o.UnstableEngine >= 0 {
 		// Let the quarantine settle so the table shows the recovery.
@@ -311,6 +335,8 @@ func runPolicy(ctx context.Context, o Options, rt *Router, api *client, hc *http
 	<-watchDone
 	res := summarize(pol, outs)
 	res.Wall = time.Since(start)
+	res.AskedSpeed, res.Speed = sched.asked, sched.speed
+	res.LagP90Ms, res.LagMaxMs = quantile(sched.lagsMs, 0.9), quantile(sched.lagsMs, 1)
 	res.Transitions = transitions
 	if d, err := api.dashboard(ctx); err == nil {
 		res.Workers = d.Workers

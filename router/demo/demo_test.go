@@ -107,3 +107,30 @@ func skipSlow(t *testing.T) {
 		t.Skip("replays are timed at the demo's pace: under -race they measure the detector; make test runs them without it (mk/90-demo.mk)")
 	}
 }
+
+// The shape at a load past the fleet: a conversation trace whose
+// every request shares its first block, replayed whole (no sampling) in
+// bursts the engines cannot all take at once. Every request is answered
+// (429s are waited out), under every policy, or the table says the host
+// could not keep the schedule and at what speed it ran.
+func TestReplayConversationTraceAtLoad(t *testing.T) {
+	skipSlow(t)
+	var out bytes.Buffer
+	o := testOptions(t, &out, 0, 100, proxy.PolicyKV, proxy.PolicyRoundRobin)
+	o.Trace, o.TraceName = conversationTrace(400, 3), "conversations"
+	o.Engine.MaxRunning = 2 // 4 engines x (2 + a queue of 8): bursts wait
+	o.Engine.PrefillTokensPerSec = 200000
+	rs, err := demo.Run(context.Background(), o)
+	require.NoError(t, err, out.String())
+	t.Log("\n" + out.String())
+	require.Len(t, rs, 2)
+	for _, r := range rs {
+		assert.Equal(t, 400, r.Requests)
+		if r.Speed < r.AskedSpeed {
+			assert.Contains(t, out.String(), "could not keep the schedule", r.Policy)
+			continue
+		}
+		assert.Zero(t, r.Failed, r.Policy)
+	}
+	assert.Greater(t, rs[0].HitRate, rs[1].HitRate, "kvrouter finds the conversations' prefixes")
+}

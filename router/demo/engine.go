@@ -81,8 +81,13 @@ type ProcLauncher struct {
 type procEngine struct {
 	cmd   *exec.Cmd
 	addrs Addrs
-	done  chan error
-	log   *os.File
+	// exited is closed once the process has exited and waitErr is set:
+	// a closed channel can be read by waitReady and by Stop alike (a
+	// value sent once could be read by only one of them, and the other
+	// would wait forever).
+	exited  chan struct{}
+	waitErr error
+	log     *os.File
 }
 
 // Start implements Launcher.
@@ -120,9 +125,12 @@ func (l ProcLauncher) Start(ctx context.Context, name string, cfg EngineConfig, 
 		_ = logf.Close()
 		return nil, fmt.Errorf("engine %s: starting %s: %w", name, l.Bin, err)
 	}
-	e := &procEngine{cmd: cmd, done: make(chan error, 1), log: logf}
-	go func() { e.done <- cmd.Wait() }()
-	info, err := waitReady(ctx, ready, e.done)
+	e := &procEngine{cmd: cmd, exited: make(chan struct{}), log: logf}
+	go func() {
+		e.waitErr = cmd.Wait()
+		close(e.exited)
+	}()
+	info, err := waitReady(ctx, ready, e.exited, func() error { return e.waitErr })
 	if err != nil {
 		_ = e.Stop()
 		return nil, fmt.Errorf("engine %s (log %s): %w", name, logf.Name(), err)
@@ -140,7 +148,7 @@ type readyInfo struct {
 	Replay   string `json:"replay"`
 }
 
-func waitReady(ctx context.Context, path string, exited <-chan error) (readyInfo, error) {
+func waitReady(ctx context.Context, path string, exited <-chan struct{}, waitErr func() error) (readyInfo, error) {
 	deadline := time.After(15 * time.Second)
 	for {
 		if b, err := os.ReadFile(path); err == nil {
@@ -151,8 +159,8 @@ func waitReady(ctx context.Context, path string, exited <-chan error) (readyInfo
 			return info, nil
 		}
 		select {
-		case err := <-exited:
-			return readyInfo{}, fmt.Errorf("exited before ready: %v", err)
+		case <-exited:
+			return readyInfo{}, fmt.Errorf("exited before ready: %v", waitErr())
 		case <-deadline:
 			return readyInfo{}, errors.New("not ready after 15s")
 		case <-ctx.Done():
@@ -170,11 +178,11 @@ func (e *procEngine) Stop() error {
 	defer e.log.Close()
 	_ = e.cmd.Process.Signal(syscall.SIGTERM)
 	select {
-	case <-e.done:
+	case <-e.exited:
 		return nil
 	case <-time.After(5 * time.Second):
 		_ = e.cmd.Process.Kill()
-		<-e.done
+		<-e.exited
 		return fmt.Errorf("engine pid %d did not stop on SIGTERM; killed", e.cmd.Process.Pid)
 	}
 }

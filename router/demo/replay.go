@@ -24,6 +24,8 @@ type outcome struct {
 	worker              string
 	status              int
 	haveUsage, haveTTFT bool
+	retries             int           // 429s before this answer
+	retryAfter          time.Duration // a 429's Retry-After
 }
 
 // requestBody is one trace request as a streaming completion with token
@@ -34,6 +36,31 @@ func requestBody(model string, tokens []uint32, maxTokens int) []byte {
 		"stream_options": map[string]bool{"include_usage": true},
 	})
 	return b
+}
+
+// maxRetryWait bounds how long a request is retried on 429s.
+const maxRetryWait = 2 * time.Minute
+
+// sendRetrying is send, again after each 429 (every engine at its limit)
+// once its Retry-After has passed, as a well-behaved client does: the
+// retries are counted, the request fails only if the fleet stays full
+// for maxRetryWait.
+func sendRetrying(ctx context.Context, hc *http.Client, url string, pol proxy.Policy, body []byte) outcome {
+	deadline := time.Now().Add(maxRetryWait)
+	retries := 0
+	for {
+		o := send(ctx, hc, url, pol, body)
+		o.retries = retries
+		if o.status != http.StatusTooManyRequests || time.Now().After(deadline) {
+			return o
+		}
+		retries++
+		select {
+		case <-time.After(o.retryAfter):
+		case <-ctx.Done():
+			return o
+		}
+	}
 }
 
 // send replays one request through kvrouter's proxy under a policy.
@@ -56,6 +83,9 @@ func send(ctx context.Context, hc *http.Client, url string, pol proxy.Policy, bo
 		o.haveTTFT = true
 	}
 	if resp.StatusCode != http.StatusOK {
+		if secs, err := strconv.Atoi(resp.Header.Get("Retry-After")); err == nil {
+			o.retryAfter = time.Duration(max(secs, 0)) * time.Second
+		}
 		_, _ = io.Copy(io.Discard, resp.Body)
 		return o
 	}
@@ -97,6 +127,7 @@ func send(ctx context.Context, hc *http.Client, url string, pol proxy.Policy, bo
 type progress struct {
 	sent, done, failed atomic.Int64
 	prompt, cached     atomic.Int64
+	retries            atomic.Int64 // 429s retried
 }
 
 func (p *progress) hitRate() float64 {
@@ -106,20 +137,55 @@ func (p *progress) hitRate() float64 {
 	return 0
 }
 
+// schedule paces a replay: request i is due at its timestamp divided by
+// the speed, from the replay's start. It measures each request's lag
+// behind its due time (the host's, not the engines': answers never hold
+// the sender). When the lag passes lagLimit and the speed is not fixed,
+// the host cannot keep the schedule: the speed is lowered (x0.7) from
+// that request on.
+type schedule struct {
+	speed, asked float64
+	fixed        bool
+	anchor       time.Time // wall time of trace time base
+	base         float64   // trace ms
+	lagsMs       []float64
+	lowered      int
+}
+
+// lagLimit: a request this late means the host is behind the schedule.
+const lagLimit = 500 * time.Millisecond
+
+func newSchedule(speed float64, fixed bool, start time.Time) *schedule {
+	return &schedule{speed: speed, asked: speed, fixed: fixed, anchor: start}
+}
+
+func (s *schedule) due(ts float64) time.Time {
+	return s.anchor.Add(time.Duration((ts - s.base) / s.speed * float64(time.Millisecond)))
+}
+
+// sent records that the request of trace time ts went out at now.
+func (s *schedule) sent(ts float64, now time.Time) {
+	lag := max(0, now.Sub(s.due(ts)))
+	s.lagsMs = append(s.lagsMs, float64(lag)/float64(time.Millisecond))
+	if lag > lagLimit && !s.fixed {
+		s.speed *= 0.7
+		s.anchor, s.base = now, ts
+		s.lowered++
+	}
+}
+
 // replay sends every request at its (compressed) arrival time and waits
 // for all answers. at(i) runs before request i is sent (the scenario's
 // hook); it may block.
 func replay(ctx context.Context, hc *http.Client, url string, pol proxy.Policy, reqs []Request, bodies [][]byte,
-	speedup float64, prog *progress, at func(i int)) []outcome {
+	sched *schedule, prog *progress, at func(i int)) []outcome {
 	out := make([]outcome, len(reqs))
 	var wg sync.WaitGroup
-	start := time.Now()
 	for i, q := range reqs {
 		if at != nil {
 			at(i)
 		}
-		due := start.Add(time.Duration(q.Timestamp / speedup * float64(time.Millisecond)))
-		if d := time.Until(due); d > 0 {
+		if d := time.Until(sched.due(q.Timestamp)); d > 0 {
 			select {
 			case <-time.After(d):
 			case <-ctx.Done():
@@ -128,12 +194,14 @@ func replay(ctx context.Context, hc *http.Client, url string, pol proxy.Policy, 
 		if ctx.Err() != nil {
 			break
 		}
+		sched.sent(q.Timestamp, time.Now())
 		prog.sent.Add(1)
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			o := send(ctx, hc, url, pol, bodies[i])
+			o := sendRetrying(ctx, hc, url, pol, bodies[i])
 			out[i] = o
+			prog.retries.Add(int64(o.retries))
 			if o.ok {
 				prog.prompt.Add(int64(o.prompt))
 				prog.cached.Add(int64(o.cached))
@@ -162,10 +230,17 @@ type Result struct {
 	RouteP99Us    float64
 	Violations    uint64
 	Quarantines   uint64
-	States        string // the workers' states at the end
-	Workers       []proxy.DashboardWorker
-	Transitions   []Transition
-	Wall          time.Duration
+	// Retries: 429s (every engine at its limit) the replay waited out.
+	Retries int
+	// The schedule: the speed asked and the speed the replay ended at
+	// (lower when the host could not keep the schedule), and how late
+	// requests went out (p90, max).
+	AskedSpeed, Speed  float64
+	LagP90Ms, LagMaxMs float64
+	States             string // the workers' states at the end
+	Workers            []proxy.DashboardWorker
+	Transitions        []Transition
+	Wall               time.Duration
 }
 
 func summarize(pol proxy.Policy, outs []outcome) Result {
@@ -184,6 +259,7 @@ func summarize(pol proxy.Policy, outs []outcome) Result {
 		if o.status != 0 && o.worker != "" {
 			route = append(route, o.routeUs)
 		}
+		r.Retries += o.retries
 	}
 	r.PrefillTokens = r.PromptTokens - r.CachedTokens
 	if r.PromptTokens > 0 {

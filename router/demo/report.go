@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"strconv"
+	"strings"
 	"text/tabwriter"
 
 	"github.com/kvhash/kvhash/router/proxy"
@@ -24,6 +25,33 @@ func WriteTable(w io.Writer, rs []Result) {
 	}
 	_ = tw.Flush()
 	fmt.Fprintln(w, "hit rate: cached prompt tokens / prompt tokens (the engines' usage); TTFT: the engines' simulated time to first token")
+	for _, r := range rs {
+		if note := scheduleNote(r); note != "" {
+			fmt.Fprintln(w, note)
+		}
+	}
+}
+
+// scheduleNote says when a run did not go as asked: the host could not
+// keep the replay's schedule (and at what speed it ran instead), or
+// requests waited for a full fleet (429s retried).
+func scheduleNote(r Result) string {
+	var parts []string
+	if r.LagP90Ms > float64(lagLimit.Milliseconds()) || r.Speed < r.AskedSpeed {
+		s := fmt.Sprintf("the host could not keep the schedule: requests went out up to %s late (p90 %s)",
+			ms(r.LagMaxMs), ms(r.LagP90Ms))
+		if r.Speed < r.AskedSpeed {
+			s += fmt.Sprintf("; it ran at %.3gx instead of %.3gx (--speedup fixes it, or lower it)", r.Speed, r.AskedSpeed)
+		}
+		parts = append(parts, s)
+	}
+	if r.Retries > 0 {
+		parts = append(parts, fmt.Sprintf("%d answers were 429 (every engine at its limit) and retried after Retry-After", r.Retries))
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	return fmt.Sprintf("%s: %s", r.Policy, strings.Join(parts, "; "))
 }
 
 func millions(n int64) string { return strconv.FormatFloat(float64(n)/1e6, 'f', 2, 64) + " M" }

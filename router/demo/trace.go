@@ -126,41 +126,71 @@ func (e *Expander) Tokens(q Request) []uint32 {
 	return out
 }
 
-// SampleFamilies keeps 1 prefix family in k: whole families (a
-// conversation's turns, the users of one document) are kept or dropped
-// together, so the reuse within each family is as in the full trace, at
-// 1/k of its load. A request's family is named by its first hash_id that
-// at most half of the trace's requests hold: blocks shared more widely
-// (one system prompt before every conversation) name no family, so a
-// trace whose requests all share their first block samples its
-// conversations, not all or nothing. Timestamps are kept: the sample
-// spans the trace's time.
-func SampleFamilies(reqs []Request, k int) []Request {
-	if k <= 1 {
-		return reqs
-	}
-	holders := map[uint64]int{}
-	for _, q := range reqs {
+// Conversations numbers each request's conversation, in order of first
+// appearance: a request continues the conversation of the longest
+// earlier turn its hash ids extend (all of that turn's ids but its last,
+// which a turn's next block may rewrite when it was partial), and starts
+// a new one otherwise. Not its first hash_id: a system prompt shared by
+// every request would make them all one conversation. A turn's first
+// block alone never names a conversation, for the same reason.
+// Requests are taken in trace order (a turn follows its predecessor).
+func Conversations(reqs []Request) []int {
+	// turns: a prefix of hash ids (by its rolling key) that an earlier
+	// turn covered whole (or whole but its last id) -> its conversation.
+	turns := map[uint64]int{}
+	out := make([]int, len(reqs))
+	next := 0
+	keys := make([]uint64, 0, 64)
+	for i, q := range reqs {
+		keys = keys[:0]
+		var k uint64 = 0x9E3779B97F4A7C15
 		for _, id := range q.HashIDs {
-			holders[id]++
+			k = mixPrefix(k, id)
+			keys = append(keys, k)
 		}
-	}
-	out := make([]Request, 0, len(reqs)/k+1)
-	for _, q := range reqs {
-		if familyOf(q, holders, len(reqs)/2)%uint64(k) == 0 {
-			out = append(out, q)
+		conv := -1
+		for d := len(keys); d >= 2 && conv < 0; d-- {
+			if c, ok := turns[keys[d-1]]; ok {
+				conv = c
+			}
+		}
+		if conv < 0 {
+			conv = next
+			next++
+		}
+		out[i] = conv
+		for _, d := range []int{len(keys), len(keys) - 1} {
+			if d >= 2 {
+				turns[keys[d-1]] = conv
+			}
 		}
 	}
 	return out
 }
 
-// familyOf is the first of q's hash ids held by at most limit requests
-// (its last id when every one is shared more widely).
-func familyOf(q Request, holders map[uint64]int, limit int) uint64 {
-	for _, id := range q.HashIDs {
-		if holders[id] <= limit {
-			return id
+// mixPrefix extends a prefix's rolling key by one hash id.
+func mixPrefix(k, id uint64) uint64 {
+	k ^= id + 0x9E3779B97F4A7C15 + (k << 6) + (k >> 2)
+	k ^= k >> 31
+	k *= 0xBF58476D1CE4E5B9
+	return k ^ k>>29
+}
+
+// SampleFamilies keeps one conversation in k (Conversations): whole
+// conversations are kept or dropped together, so the reuse within each
+// (and of the prompts they share with the others) is as in the full
+// trace, at about 1/k of its load. Timestamps are kept: the sample spans
+// the trace's time.
+func SampleFamilies(reqs []Request, k int) []Request {
+	if k <= 1 {
+		return reqs
+	}
+	conv := Conversations(reqs)
+	out := make([]Request, 0, len(reqs)/k+1)
+	for i, q := range reqs {
+		if conv[i]%k == 0 {
+			out = append(out, q)
 		}
 	}
-	return q.HashIDs[len(q.HashIDs)-1]
+	return out
 }

@@ -2,6 +2,7 @@ package demo_test
 
 import (
 	"bytes"
+	"slices"
 	"strings"
 	"testing"
 
@@ -60,8 +61,38 @@ func TestExpanderAndGeneratedTrace(t *testing.T) {
 		require.Less(t, tok, uint32(128256))
 	}
 	sampled := demo.SampleFamilies(reqs, 2)
-	for _, q := range sampled {
-		assert.Zero(t, q.HashIDs[0]%2)
+	assert.NotEmpty(t, sampled)
+	assert.Less(t, len(sampled), len(reqs))
+}
+
+// A request continues the conversation of the longest earlier turn it
+// extends, not of its first hash_id: with one system prompt in every
+// request, conversations are still told apart, and sampling keeps or
+// drops each whole.
+func TestConversationsSharingASystemPrompt(t *testing.T) {
+	q := func(ids ...uint64) demo.Request { return demo.Request{HashIDs: ids, InputLength: 512 * len(ids)} }
+	reqs := []demo.Request{
+		q(0, 10, 11),         // A1
+		q(0, 20),             // B1
+		q(0, 10, 11, 12, 13), // A2: extends A1 whole
+		q(0, 30, 31, 32),     // C1
+		q(0, 20, 21),         // B2: extends B1 whole
+		q(0, 10, 11, 12, 14), // A3: A2 but its last (partial) block, rewritten
+		q(0, 30, 31, 40),     // C2: C1 but its last block
+		q(0, 50),             // D1: only the system prompt in common
+	}
+	assert.Equal(t, []int{0, 1, 0, 2, 1, 0, 2, 3}, demo.Conversations(reqs))
+	half := demo.SampleFamilies(reqs, 2)
+	assert.Equal(t, []demo.Request{reqs[0], reqs[2], reqs[3], reqs[5], reqs[6]}, half, "conversations 0 and 2")
+}
+
+// On a trace whose every request shares its first block, the sample is
+// about 1 in k of the requests, not all or nothing.
+func TestSampleBySystemPromptTrace(t *testing.T) {
+	reqs := conversationTrace(3000, 1)
+	for _, k := range []int{2, 5, 10} {
+		n := len(demo.SampleFamilies(reqs, k))
+		assert.InDelta(t, float64(len(reqs))/float64(k), float64(n), 0.35*float64(len(reqs))/float64(k), "1 in %d", k)
 	}
 }
 
@@ -102,6 +133,39 @@ func FuzzReadTrace(f *testing.F) {
 				continue
 			}
 			require.Len(t, e.Tokens(q), q.InputLength)
+		}
+	})
+}
+
+// FuzzConversations: any trace gets one conversation a request, numbered
+// in order of first appearance, and a request that repeats an earlier
+// one's hash ids (two or more) continues its conversation.
+func FuzzConversations(f *testing.F) {
+	f.Add([]byte{0, 1, 2, 0, 1, 2, 3, 0, 5})
+	f.Add([]byte{7, 7, 7, 7})
+	f.Fuzz(func(t *testing.T, b []byte) {
+		var reqs []demo.Request
+		for i := 0; i+1 < len(b) && len(reqs) < 64; i += 2 {
+			n := 1 + int(b[i])%4
+			ids := make([]uint64, 0, n)
+			for k := range n {
+				ids = append(ids, uint64(b[i+1]%3)*10+uint64(k)*uint64(1+b[i]%2))
+			}
+			reqs = append(reqs, demo.Request{HashIDs: ids, InputLength: 512 * n})
+		}
+		conv := demo.Conversations(reqs)
+		require.Len(t, conv, len(reqs))
+		next := 0
+		for i, c := range conv {
+			require.LessOrEqual(t, c, next, "numbered in order of appearance")
+			if c == next {
+				next++
+			}
+			for j := range i {
+				if len(reqs[i].HashIDs) >= 2 && slices.Equal(reqs[i].HashIDs, reqs[j].HashIDs) {
+					require.Equal(t, conv[j], c, "a repeat continues its conversation")
+				}
+			}
 		}
 	})
 }

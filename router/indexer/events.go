@@ -3,6 +3,7 @@ package indexer
 import (
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/kvhash/kvhash/core"
 )
@@ -13,8 +14,10 @@ import (
 // the worker has (below its dp_size, or created before). It goes
 // through the same counters and guardrails as engine events (there is no
 // stream to replay, so a quarantine asks for none); the error is core's
-// (a stability violation), ErrUnknownWorker, ErrRankOutOfRange or
-// ErrRankFull (nothing applied). CheckEvents tells the last two before.
+// (a stability violation in enforce mode, or a rejected event),
+// ErrWarnedViolation (violations applied in warn mode), ErrUnknownWorker,
+// ErrRankOutOfRange or ErrRankFull (nothing applied). CheckEvents tells
+// the last two before.
 func (x *Indexer) ApplyEvent(workerID uint64, ev core.Event) error {
 	w, r, err := x.eventRank(workerID, ev.DPRank, false)
 	if err != nil {
@@ -41,14 +44,18 @@ func (x *Indexer) ApplyEvent(workerID uint64, ev core.Event) error {
 			return fmt.Errorf("%w: worker %d dp_rank %d holds %d blocks; storing %d more would pass max_rank_blocks %d",
 				ErrRankFull, workerID, ev.DPRank, r.held, len(ev.Blocks), x.opts.MaxRankBlocks)
 		}
+		before := rankViolations(w.index, r.w)
 		err = w.index.ApplyStored(r.w, ev.ID, ev.ParentHash, ev.Blocks)
 		if !errors.Is(err, core.ErrEventRejected) {
 			r.storesSince++
 		}
 		a.outcome(KindStored, err)
+		err = withWarned(err, before, rankViolations(w.index, r.w), ev.ID)
 	case core.EventRemoved:
+		before := rankViolations(w.index, r.w)
 		err = w.index.ApplyRemoved(r.w, ev.ID, ev.BlockHashes)
 		a.outcome(KindRemoved, err)
+		err = withWarned(err, before, rankViolations(w.index, r.w), ev.ID)
 	case core.EventCleared:
 		a.cleared()
 	default:
@@ -99,4 +106,38 @@ func (x *Indexer) CheckEvents(workerID uint64, evs []core.Event) error {
 		}
 	}
 	return nil
+}
+
+// ErrWarnedViolation: an event applied in warn mode had violations (a
+// duplicate store, a reused name, a hash mismatch): counted, applied as
+// the mode says, and reported to the HTTP publisher that sent it (core
+// returns them as errors only in enforce mode).
+var ErrWarnedViolation = errors.New("stability violation (warn mode: applied)")
+
+// rankViolations is a rank's violation counts in an index.
+func rankViolations(ix *core.Index, w core.Worker) [core.NumViolations]uint64 {
+	for _, ws := range ix.Stats().Workers {
+		if ws.Worker == w {
+			return ws.Violations
+		}
+	}
+	return [core.NumViolations]uint64{}
+}
+
+// withWarned is err, or when the event raised violations core did not
+// return (warn mode), an error naming them.
+func withWarned(err error, before, after [core.NumViolations]uint64, eventID uint64) error {
+	if err != nil {
+		return err
+	}
+	var kinds []string
+	for v := range core.NumViolations {
+		if after[v] > before[v] {
+			kinds = append(kinds, core.Violation(v).String())
+		}
+	}
+	if len(kinds) == 0 {
+		return nil
+	}
+	return fmt.Errorf("%w: event %d: %s", ErrWarnedViolation, eventID, strings.Join(kinds, ", "))
 }

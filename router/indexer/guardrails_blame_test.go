@@ -9,6 +9,7 @@ import (
 
 	"github.com/kvhash/kvhash/core"
 	"github.com/kvhash/kvhash/router/enginehash"
+	"github.com/kvhash/kvhash/router/ingest"
 )
 
 // An engine with random block ids that stores a prompt first names the
@@ -26,10 +27,15 @@ func TestHashMismatchAgainstAnUnstableRankDoesNotQuarantineAVerifiedRank(t *test
 	f.send(src(2, "m", 0), healthy.rootStore(t, tokens(500, 4)))
 	require.Equal(t, VerdictVerified, f.rankInfo(2, 0).EngineHash.Verdict)
 
-	// The unstable engine is caught at its first root store; its later
-	// stores still land in the tree (it is scored by load only).
+	// The unstable engine is caught once it names the same tokens
+	// otherwise after a restart; its later stores still land in the tree
+	// (it is scored by load only).
 	f.send(src(1, "m", 0), unstable.rootStore(t, tokens(10, 8)))
-	f.send(src(1, "m", 0), unstable.rootStore(t, tokens(10, 8)))
+	f.ix.HandleStream(src(1, "m", 0), ingest.StreamEvent{Kind: ingest.StreamRestarted})
+	f.seq[core.Worker{ID: 1}] = 0
+	restarted := randomRootEngine(t, enginehash.VLLMSHA256CBOR)
+	f.send(src(1, "m", 0), restarted.rootStore(t, tokens(10, 8)))
+	f.send(src(1, "m", 0), restarted.rootStore(t, tokens(10, 8)))
 	require.Equal(t, StateQuarantined, f.rankInfo(1, 0).State)
 
 	f.send(src(2, "m", 0), healthy.rootStore(t, tokens(10, 8)))

@@ -29,6 +29,7 @@ func (x *Indexer) HandleBatch(src ingest.Source, b *ingest.Batch) {
 		// to it.
 		x.noteStreamRank(src, dpRank)
 	}
+	r.awaiting.Store(false) // a batch came: the stream is up
 	replay, verdictChanged := x.applyBatch(src, w, r, b)
 	if replay != nil {
 		x.requestReplay(*replay, r.w)
@@ -92,6 +93,7 @@ func (x *Indexer) HandleStream(src ingest.Source, ev ingest.StreamEvent) {
 	switch ev.Kind {
 	case ingest.StreamConnected:
 		r.connected = true
+		r.awaiting.Store(false)
 		log.Info("kvrouter: engine stream connected")
 	case ingest.StreamDisconnected:
 		r.connected = false

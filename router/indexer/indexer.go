@@ -144,6 +144,7 @@ func (x *Indexer) addWorker(spec WorkerSpec, update bool) (bool, error) {
 	if err := spec.checkLabels(); err != nil {
 		return false, fmt.Errorf("%w: worker %d: %w", ErrInvalidWorker, spec.WorkerID, err)
 	}
+	spec.Tenant = CanonicalTenant(spec.Tenant)
 	key := ModelKey{Model: spec.Model, Tenant: spec.Tenant}
 	setting, err := ParseEngineHash(spec.EngineHash)
 	if err != nil {
@@ -187,7 +188,9 @@ func (x *Indexer) addWorker(spec WorkerSpec, update bool) (bool, error) {
 func (x *Indexer) ensureRanksLocked(w *worker) {
 	for r := range uint32(w.spec.DPSize) {
 		if _, ok := w.ranks[r]; !ok {
-			w.addRankLocked(newRank(core.Worker{ID: w.spec.WorkerID, DPRank: r}, x.opts.Now()))
+			nr := newRank(core.Worker{ID: w.spec.WorkerID, DPRank: r}, x.opts.Now())
+			nr.awaiting.Store(x.opts.AwaitConnect && w.spec.Endpoint != "")
+			w.addRankLocked(nr)
 		}
 	}
 }

@@ -63,6 +63,11 @@ type Options struct {
 	// Logger gets the once-per-worker warnings and state transitions;
 	// nil: discarded. core's per-violation logs go to it too.
 	Logger *slog.Logger
+	// AwaitConnect: a rank of a worker with an endpoint shows as
+	// StateConnecting, scored by load only, until its stream connects or
+	// a batch of it arrives (set by a router that subscribes itself; a
+	// replica fed by the event plane sees no connects of its own).
+	AwaitConnect bool
 	// Now is the clock (tests); nil: time.Now.
 	Now func() time.Time
 }

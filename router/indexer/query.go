@@ -36,6 +36,7 @@ func coreOptions(lora, salt string) core.Options {
 }
 
 func (x *Indexer) index(key ModelKey) (*core.Index, error) {
+	key = key.canonical()
 	x.mu.RLock()
 	ix, ok := x.indexes[key]
 	x.mu.RUnlock()
@@ -86,7 +87,7 @@ var matchPool = sync.Pool{New: func() any { s := make([]core.Match, 0, 64); retu
 func (x *Indexer) stateLocked(w core.Worker) State {
 	if wk, ok := x.workers[w.ID]; ok {
 		if r, ok := wk.ranks[w.DPRank]; ok {
-			return r.State()
+			return r.shownState()
 		}
 	}
 	return StateLive
@@ -101,6 +102,7 @@ func (x *Indexer) Candidates(key ModelKey) ([]Candidate, error) {
 
 // AppendCandidates is Candidates appending to dst.
 func (x *Indexer) AppendCandidates(dst []Candidate, key ModelKey) ([]Candidate, error) {
+	key = key.canonical()
 	x.mu.RLock()
 	defer x.mu.RUnlock()
 	if _, ok := x.indexes[key]; !ok {
@@ -111,7 +113,7 @@ func (x *Indexer) AppendCandidates(dst []Candidate, key ModelKey) ([]Candidate, 
 			continue
 		}
 		for _, r := range w.sorted {
-			dst = append(dst, Candidate{Worker: r.w, State: r.State()})
+			dst = append(dst, Candidate{Worker: r.w, State: r.shownState()})
 		}
 	}
 	return dst, nil

@@ -14,6 +14,8 @@ import (
 type rank struct {
 	w     core.Worker
 	state atomic.Uint32 // a State
+	// awaiting: its stream has not connected yet (Options.AwaitConnect).
+	awaiting atomic.Bool
 
 	mu sync.Mutex
 	// gone: the rank was removed from the registry; a handler that still
@@ -82,6 +84,16 @@ func (r *rank) retire() {
 
 func (r *rank) State() State { return State(r.state.Load()) }
 
+// shownState is State, or StateConnecting for a live rank whose stream
+// has not connected yet.
+func (r *rank) shownState() State {
+	s := r.State()
+	if s == StateLive && r.awaiting.Load() {
+		return StateConnecting
+	}
+	return s
+}
+
 // setStateLocked moves the rank to s with a reason.
 func (r *rank) setStateLocked(s State, reason string, now time.Time) {
 	r.state.Store(uint32(s))
@@ -104,7 +116,7 @@ func (r *rank) info() RankInfo {
 	defer r.mu.Unlock()
 	return RankInfo{
 		Worker:      r.w,
-		State:       r.State(),
+		State:       r.shownState(),
 		Reason:      r.reason,
 		Since:       r.since,
 		Connected:   r.connected,

@@ -29,6 +29,24 @@ type ModelKey struct {
 	Tenant string `json:"tenant"`
 }
 
+// DefaultTenant is what Dynamo's API calls the tenant kvrouter calls "":
+// the two names are one tenant on every API.
+const DefaultTenant = "default"
+
+// CanonicalTenant returns the one name of a tenant: "" for DefaultTenant.
+func CanonicalTenant(t string) string {
+	if t == DefaultTenant {
+		return ""
+	}
+	return t
+}
+
+// canonical returns the key with its tenant's one name.
+func (k ModelKey) canonical() ModelKey {
+	k.Tenant = CanonicalTenant(k.Tenant)
+	return k
+}
+
 // State is a worker rank's trust level; see the package doc.
 type State uint8
 
@@ -37,6 +55,11 @@ const (
 	StateLive State = iota
 	StateDegraded
 	StateQuarantined
+	// StateConnecting: a live rank whose event stream has not connected
+	// yet (Options.AwaitConnect): scored by load only, since its blocks
+	// (a snapshot's) may be stale. Only shown: the rank's own state
+	// machine never takes it.
+	StateConnecting
 )
 
 func (s State) String() string {
@@ -47,6 +70,8 @@ func (s State) String() string {
 		return "degraded"
 	case StateQuarantined:
 		return "quarantined"
+	case StateConnecting:
+		return "connecting"
 	}
 	return "unknown"
 }

@@ -1,7 +1,9 @@
 package indexer
 
 import (
+	"encoding/binary"
 	"fmt"
+	"hash/maphash"
 	"strconv"
 
 	"github.com/kvhash/kvhash/router/enginehash"
@@ -52,6 +54,10 @@ type verifyState struct {
 	// digests: each held block's full digest, by engine hash
 	// (Options.VerifyChained only).
 	digests map[uint64]enginehash.Digest
+	// unknownRoots: the wire id of each root store that matched no known
+	// scheme, by its content (rootContentKey), kept across restarts: the
+	// same content named otherwise is the evidence of random ids.
+	unknownRoots map[uint64]uint64
 }
 
 // reset forgets everything (the worker's engine_hash changed).
@@ -159,8 +165,56 @@ func (a *applier) verifyStore(ev *ingest.Event) {
 			hc.setting.Scheme, "0", hc.setting.Scheme))
 	default:
 		a.r.vs.mismatches++
-		a.hashUnstable(hc, st)
+		// An unknown scheme is not randomness: unstable takes evidence,
+		// a root the rank was verified under now missed, or the same
+		// content named otherwise (after a restart); else unverifiable.
+		if evidence := a.randomRoot(st); evidence != "" || a.r.vs.verdict == VerdictVerified {
+			a.hashUnstable(hc, st, evidence)
+		} else {
+			a.hashUndecided(fmt.Sprintf("root block id %d matches no scheme and seed the router knows (tried %s): "+
+				"a scheme it does not know, or ids random per process, which the same tokens named otherwise after a restart would show; "+
+				"name the engine's scheme and seed in engine_hash (SCHEME:SEED); if the engine runs without a fixed seed: %s",
+				st.WireID, candidatesText(hc.verifier.Candidates()), unstableFix))
+		}
 	}
+}
+
+// maxUnknownRoots bounds a rank's remembered unknown roots.
+const maxUnknownRoots = 4096
+
+// randomRoot remembers an unknown root store's wire id by its content
+// and returns the evidence of randomness when the same content was named
+// otherwise before ("" when not).
+func (a *applier) randomRoot(st enginehash.RootStore) string {
+	v := &a.r.vs
+	key := rootContentKey(st)
+	prev, seen := v.unknownRoots[key]
+	if v.unknownRoots == nil || len(v.unknownRoots) >= maxUnknownRoots {
+		v.unknownRoots = map[uint64]uint64{}
+	}
+	v.unknownRoots[key] = st.WireID
+	if seen && prev != st.WireID {
+		return fmt.Sprintf("the same root block's tokens were named %d before and %d now", prev, st.WireID)
+	}
+	return ""
+}
+
+// rootKeySeed keys rootContentKey for this process (the keys never leave
+// it).
+var rootKeySeed = maphash.MakeSeed()
+
+// rootContentKey identifies what an engine hashed for a root block: its
+// tokens, cache salt, extra keys and lookahead.
+func rootContentKey(st enginehash.RootStore) uint64 {
+	var h maphash.Hash
+	h.SetSeed(rootKeySeed)
+	var b [4]byte
+	for _, t := range st.Tokens {
+		binary.LittleEndian.PutUint32(b[:], t)
+		_, _ = h.Write(b[:])
+	}
+	_, _ = h.WriteString("\x00" + st.CacheSalt + "\x00" + fmt.Sprint(st.ExtraKeys, st.Lookahead, st.TRTLLMLoRAID))
+	return h.Sum64()
 }
 
 // verifiable reports whether a store's first block can be recomputed: a
@@ -254,11 +308,11 @@ const unstableFix = "set PYTHONHASHSEED (one value, e.g. 0) on every engine proc
 // hashUnstable records a conclusive root store that matches no candidate:
 // logged once per transition with the fix; in enforce mode the rank is
 // quarantined (or its quarantine clock restarts).
-func (a *applier) hashUnstable(hc *hashCheck, st enginehash.RootStore) {
+func (a *applier) hashUnstable(hc *hashCheck, st enginehash.RootStore, evidence string) {
 	v := &a.r.vs
 	r := a.r
 	if v.verdict != VerdictUnstable {
-		what := "matches no deterministic scheme and seed the router knows"
+		what := "matches no deterministic scheme and seed the router knows, and " + evidence
 		if v.verdict == VerdictVerified {
 			what = "no longer matches " + v.cand.String() + ", under which the worker was verified (it restarted with a random root?)"
 		}

@@ -83,6 +83,8 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	counter(c.gaps, s.GapsLost.Load(), "lost")
 	counter(c.replays, s.ReplaysOK.Load(), "ok")
 	counter(c.replays, s.ReplaysFailed.Load(), "failed")
+	counter(c.replays, s.CatchUps.Load(), "catch_up_ok")
+	counter(c.replays, s.CatchUpsFailed.Load(), "catch_up_failed")
 	counter(c.restarts, s.Restarts.Load())
 	counter(c.connects, s.Connects.Load())
 	counter(c.disconnects, s.Disconnects.Load())

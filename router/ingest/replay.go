@@ -160,6 +160,40 @@ func (st *stream) resumeReplay() {
 	}
 }
 
+// catchUp runs once a fresh stream's SUB socket is connected: a PUB
+// socket drops what it sent before a subscription reached it, so the
+// batches the engine published before (from seq 0, or from the restored
+// snapshot's seq) are asked of the replay endpoint at once, rather than
+// when a later live message shows the gap (which may never come: an idle
+// engine's cache would stay unknown). What the engine's buffer no longer
+// holds of a fresh stream is not a loss to report: the router never had
+// it. 3-frame replies carry no topic: before a live message names it,
+// the subscription's topic stands in.
+func (st *stream) catchUp() {
+	if st.replayEP == "" || st.have {
+		return // nothing to ask, or a reconnect: gaps are found live
+	}
+	if st.resume != nil {
+		st.resumeReplay()
+		return
+	}
+	replies, err := st.fetchReplay(0)
+	if err != nil {
+		st.sub.stats.CatchUpsFailed.Add(1)
+		st.log.Info("catch-up replay failed; the first live message sets the seq", "error", err.Error())
+		return
+	}
+	st.sub.stats.CatchUps.Add(1)
+	if len(replies) == 0 || st.have {
+		return
+	}
+	next := st.deliverRun(replies)
+	// The live messages that raced the replay (seq 0 among them) are its
+	// duplicates, not a restart.
+	st.caughtUp = true
+	st.log.Info("caught up with the batches published before the subscription", "from_seq", replies[0].seq, "to_seq", next)
+}
+
 // onDemandReplay serves RequestReplay: every batch the engine holds from
 // seq from on is delivered again, even those delivered before.
 func (st *stream) onDemandReplay(from uint64) {

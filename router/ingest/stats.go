@@ -10,21 +10,23 @@ import (
 // Stats are the subscriber's counters: plain atomics, read at any time
 // (the service exports them as Prometheus metrics; see Collector).
 type Stats struct {
-	Messages      atomic.Uint64 // messages received, live and replayed
-	Batches       atomic.Uint64 // batches delivered to the Handler
-	UnknownEvents atomic.Uint64 // events of an unknown kind, left out of their batch
-	Duplicates    atomic.Uint64 // live messages already delivered by a replay
-	Gaps          atomic.Uint64 // seq jumps detected
-	GapsReplayed  atomic.Uint64 // ... filled by the replay endpoint
-	GapsLost      atomic.Uint64 // ... not filled (reported as StreamGapLost)
-	ReplaysOK     atomic.Uint64 // replay requests answered up to the end marker
-	ReplaysFailed atomic.Uint64 // ... not configured, unreachable, timed out or short
-	Restarts      atomic.Uint64 // seqs that went back (an engine restart)
-	Connects      atomic.Uint64
-	Disconnects   atomic.Uint64
-	HandlerPanics atomic.Uint64 // Handler calls that panicked (recovered)
-	QueueWaits    atomic.Uint64 // times a receiver waited for a full per-source queue
-	Oversized     atomic.Uint64 // peers' connections dropped for a message over Options.MaxMessageBytes
+	Messages       atomic.Uint64 // messages received, live and replayed
+	Batches        atomic.Uint64 // batches delivered to the Handler
+	UnknownEvents  atomic.Uint64 // events of an unknown kind, left out of their batch
+	Duplicates     atomic.Uint64 // live messages already delivered by a replay
+	Gaps           atomic.Uint64 // seq jumps detected
+	GapsReplayed   atomic.Uint64 // ... filled by the replay endpoint
+	GapsLost       atomic.Uint64 // ... not filled (reported as StreamGapLost)
+	ReplaysOK      atomic.Uint64 // replay requests answered up to the end marker
+	ReplaysFailed  atomic.Uint64 // ... not configured, unreachable, timed out or short
+	CatchUps       atomic.Uint64 // fresh streams' replays from seq 0 at connect, answered (catchUp)
+	CatchUpsFailed atomic.Uint64 // ... not answered
+	Restarts       atomic.Uint64 // seqs that went back (an engine restart)
+	Connects       atomic.Uint64
+	Disconnects    atomic.Uint64
+	HandlerPanics  atomic.Uint64 // Handler calls that panicked (recovered)
+	QueueWaits     atomic.Uint64 // times a receiver waited for a full per-source queue
+	Oversized      atomic.Uint64 // peers' connections dropped for a message over Options.MaxMessageBytes
 
 	events    [AllBlocksCleared + 1]atomic.Uint64
 	malformed [numReasons]atomic.Uint64

@@ -52,6 +52,7 @@ type stream struct {
 	resume   *uint64 // the first seq expected after a restored snapshot
 	fromZero bool    // after a restart: the new process counts from 0
 	topic    string  // the last live topic (3-frame replay replies carry none)
+	caughtUp bool    // catchUp delivered and no live message came since
 }
 
 func (s *Subscriber) newStream(src Source, replayEP string) *stream {
@@ -127,6 +128,7 @@ func (st *stream) handle(it item) {
 		st.stats.Connected.Store(true)
 		st.log.Info("kv event stream connected")
 		st.emit(StreamEvent{Kind: StreamConnected})
+		st.catchUp()
 	case itemDisconnected:
 		st.sub.stats.Disconnects.Add(1)
 		st.stats.Connected.Store(false)
@@ -153,12 +155,12 @@ func (st *stream) onLive(frames [][]byte) {
 	case st.haveLive && m.seq <= st.lastLive,
 		// Seq 0 after anything was delivered is a new process; a
 		// duplicate seq 0 (a replay from 0 raced it) costs one clear.
-		m.seq == 0 && st.have,
+		m.seq == 0 && st.have && !st.caughtUp,
 		// Below a restored snapshot's seq: the engine restarted since.
 		!st.have && st.resume != nil && m.seq < *st.resume:
 		st.restarted(m.seq)
 	}
-	st.haveLive, st.lastLive = true, m.seq
+	st.haveLive, st.lastLive, st.caughtUp = true, m.seq, false
 	if next, ok := st.expected(); ok {
 		if m.seq < next {
 			st.sub.stats.Duplicates.Add(1)

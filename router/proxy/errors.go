@@ -11,9 +11,12 @@ import (
 // the shape, shared with router/serve).
 type apiError = httpapi.Error
 
-func badRequest(code, format string, args ...any) *apiError {
-	return httpapi.NewError(http.StatusBadRequest, "invalid_request_error", code, format, args...)
-}
+// badRequest and unavailable are httpapi's, shared with the other
+// package (router/serve, router/proxy).
+var (
+	badRequest  = httpapi.BadRequest
+	unavailable = httpapi.Unavailable
+)
 
 // upstreamError: the engine could not be reached or broke off (502).
 func upstreamError(code, format string, args ...any) *apiError {
@@ -23,10 +26,6 @@ func upstreamError(code, format string, args ...any) *apiError {
 // upstreamTimeout: the engine did not answer in time (504).
 func upstreamTimeout(format string, args ...any) *apiError {
 	return httpapi.NewError(http.StatusGatewayTimeout, "upstream_error", "engine_timeout", format, args...)
-}
-
-func unavailable(code, format string, args ...any) *apiError {
-	return httpapi.NewError(http.StatusServiceUnavailable, "unavailable_error", code, format, args...)
 }
 
 // writeError answers err as OpenAI's error object; an error that is not

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/kvhash/kvhash/router/internal/httpapi"
@@ -20,6 +21,7 @@ const (
 	HeaderRouteUs    = "X-Kvrouter-Route-Us"
 	HeaderTokenizeUs = "X-Kvrouter-Tokenize-Us"
 	HeaderOverlap    = "X-Kvrouter-Overlap-Blocks"
+	HeaderQueuedUs   = "X-Kvrouter-Queued-Us" // time in the admission queue
 )
 
 // hopHeaders are per connection, never forwarded (RFC 9110 7.6.1).
@@ -56,10 +58,15 @@ func (p *Proxy) serveCompletion(w http.ResponseWriter, r *http.Request, path str
 		tokenizeDur = time.Since(t0)
 	}
 
-	t0 := time.Now()
-	t, err := p.pick(pol, req, tokens)
-	routeDur := time.Since(t0)
+	t, routeDur, queued, err := p.admit(r.Context(), w, pol, req, tokens)
 	if err != nil {
+		var ae *apiError
+		switch {
+		case r.Context().Err() != nil:
+			return nil // the client left while queued: nobody reads an answer
+		case errors.As(err, &ae) && ae.Status == http.StatusTooManyRequests:
+			return err // counted as rejected
+		}
 		p.stats.routeFailed(pol)
 		return err
 	}
@@ -70,6 +77,9 @@ func (p *Proxy) serveCompletion(w http.ResponseWriter, r *http.Request, path str
 	h.Set(HeaderWorker, strconv.FormatUint(t.WorkerID, 10))
 	h.Set(HeaderPolicy, string(pol))
 	h.Set(HeaderRouteUs, strconv.FormatInt(routeDur.Microseconds(), 10))
+	if queued > 0 {
+		h.Set(HeaderQueuedUs, strconv.FormatInt(queued.Microseconds(), 10))
+	}
 	if req.TokenIDs == nil {
 		h.Set(HeaderTokenizeUs, strconv.FormatInt(tokenizeDur.Microseconds(), 10))
 	}
@@ -78,6 +88,11 @@ func (p *Proxy) serveCompletion(w http.ResponseWriter, r *http.Request, path str
 	}
 	return p.forward(w, r, t, pol, path, body, req.Stream, len(tokens))
 }
+
+// copyBufs are the buffers answers are copied through: one a request in
+// flight would be most of the proxy's garbage (and its collections are
+// what a routing decision waits behind at p99).
+var copyBufs = sync.Pool{New: func() any { b := make([]byte, 32<<10); return &b }}
 
 // forward sends body to the chosen engine and copies its answer back,
 // flushing after every read so a stream reaches the client token by
@@ -123,7 +138,9 @@ func (p *Proxy) forward(w http.ResponseWriter, r *http.Request, t target, pol Po
 	}
 
 	usage := newUsageReader(stream && resp.StatusCode == http.StatusOK)
-	buf := make([]byte, 32<<10)
+	bp := copyBufs.Get().(*[]byte)
+	defer copyBufs.Put(bp)
+	buf := *bp
 	first := true
 	for {
 		n, rerr := resp.Body.Read(buf)

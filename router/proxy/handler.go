@@ -6,6 +6,8 @@ import (
 	"io/fs"
 	"net/http"
 	"runtime/debug"
+
+	"github.com/kvhash/kvhash/router/internal/httpapi"
 )
 
 //go:embed dashboard
@@ -30,6 +32,14 @@ func (p *Proxy) Wrap(next http.Handler) http.Handler {
 		writeJSON(w, http.StatusOK, p.Dashboard())
 		return nil
 	}))
+	// Another method on the proxy's paths is a 405 naming the one allowed
+	// (kvrouter's API behind would answer 404: it does not know them).
+	for path, allow := range map[string]string{"/v1/completions": http.MethodPost, "/v1/chat/completions": http.MethodPost, "/v1/dashboard": http.MethodGet} {
+		mux.HandleFunc(path, p.api(func(w http.ResponseWriter, r *http.Request) error {
+			w.Header().Set("Allow", allow)
+			return httpapi.MethodNotAllowed("%s is not allowed on %s; allowed: [%s]", r.Method, r.URL.Path, allow)
+		}))
+	}
 	static, err := fs.Sub(dashboardFiles, "dashboard")
 	if err != nil {
 		panic(fmt.Sprintf("proxy: the embedded dashboard: %v", err)) // a build mistake

@@ -75,7 +75,7 @@ func (p *Proxy) probe(base string) (bool, string) {
 		return false, err.Error()
 	}
 	p.authorize(req, nil)
-	resp, err := p.client.Do(req)
+	resp, err := p.side.Do(req)
 	if err != nil {
 		return false, err.Error()
 	}

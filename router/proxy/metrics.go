@@ -11,6 +11,7 @@ import (
 type collector struct {
 	p                                        *Proxy
 	requests, failed, prompt, cached, flight *prometheus.Desc
+	rejected, waiting                        *prometheus.Desc
 }
 
 // Collector returns a Prometheus collector over the proxy's figures.
@@ -23,11 +24,13 @@ func (p *Proxy) Collector() prometheus.Collector {
 		prompt:   prometheus.NewDesc("kvrouter_proxy_prompt_tokens_total", "Prompt tokens of answered requests that reported usage, by policy.", pol, nil),
 		cached:   prometheus.NewDesc("kvrouter_proxy_cached_prompt_tokens_total", "Of those, the tokens engines found in their prefix cache, by policy.", pol, nil),
 		flight:   prometheus.NewDesc("kvrouter_proxy_in_flight", "Requests in flight through the proxy, by worker.", []string{"worker_id"}, nil),
+		rejected: prometheus.NewDesc("kvrouter_proxy_rejected_total", "Requests answered 429 because every engine of their model was at its limit, by policy.", pol, nil),
+		waiting:  prometheus.NewDesc("kvrouter_proxy_admission_waiting", "Requests waiting in the admission queue for an engine's slot.", nil, nil),
 	}
 }
 
 func (c *collector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{c.requests, c.failed, c.prompt, c.cached, c.flight} {
+	for _, d := range []*prometheus.Desc{c.requests, c.failed, c.prompt, c.cached, c.flight, c.rejected, c.waiting} {
 		ch <- d
 	}
 }
@@ -39,7 +42,9 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(c.failed, prometheus.CounterValue, float64(ps.Failed+ps.RouteFailed), l)
 		ch <- prometheus.MustNewConstMetric(c.prompt, prometheus.CounterValue, float64(ps.PromptTokens), l)
 		ch <- prometheus.MustNewConstMetric(c.cached, prometheus.CounterValue, float64(ps.CachedTokens), l)
+		ch <- prometheus.MustNewConstMetric(c.rejected, prometheus.CounterValue, float64(ps.Rejected), l)
 	}
+	ch <- prometheus.MustNewConstMetric(c.waiting, prometheus.GaugeValue, float64(c.p.Waiting()))
 	for id, n := range c.p.Inflight() {
 		ch <- prometheus.MustNewConstMetric(c.flight, prometheus.GaugeValue, float64(n), strconv.FormatUint(id, 10))
 	}

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -32,6 +33,10 @@ type peers struct {
 	wantMetrics atomic.Bool
 	metricsMu   sync.Mutex
 	metrics     map[uint64]policy.Metrics
+
+	// seq names the requests peer policies route: names in their own
+	// load tables, which no client of /v1/route can reach.
+	seq atomic.Uint64
 }
 
 type peerKey struct{ name, model string }
@@ -60,7 +65,7 @@ func (p *Proxy) pickPeer(pol Policy, req clientRequest, tokens []uint32) (target
 	if readsMetrics(name) {
 		p.peers.wantMetrics.Store(true)
 	}
-	id := "kvp-" + strconv.FormatUint(p.nextID.Add(1), 10)
+	id := "kvp-" + strconv.FormatUint(p.peers.seq.Add(1), 10)
 	q := &policy.Query{RequestID: id, Tokens: tokens, Blocks: core.SequenceHashes(local)}
 
 	rows := make([]policy.Row, 0, len(cands))
@@ -70,15 +75,21 @@ func (p *Proxy) pickPeer(pol Policy, req clientRequest, tokens []uint32) (target
 		}
 	}
 	p.peers.metricsMu.Lock()
+	reachable := len(rows)
 	p.mu.Lock()
 	for i := range rows {
 		id := rows[i].Worker.ID
 		rows[i].Requests, rows[i].Metrics = p.inflight[id], p.peers.metrics[id]
 	}
+	// Only the workers with a free slot (backpressure, admission.go).
+	rows = slices.DeleteFunc(rows, func(r policy.Row) bool { return !p.hasSlotLocked(r.Worker.ID) })
 	p.mu.Unlock()
 	p.peers.metricsMu.Unlock()
-	if len(rows) == 0 {
+	if reachable == 0 {
 		return target{}, unavailable("no_worker", "model %q has no healthy worker with a base_url", req.Model)
+	}
+	if len(rows) == 0 {
+		return target{}, errSaturated
 	}
 
 	p.peers.mu.Lock()
@@ -114,7 +125,7 @@ func (p *Proxy) pickPeer(pol Policy, req clientRequest, tokens []uint32) (target
 	p.inflight[w]++
 	u := p.baseURLs[w]
 	p.mu.Unlock()
-	return target{WorkerID: w, BaseURL: u, RequestID: id, tracker: tracker, promptTokens: len(tokens)}, nil
+	return target{WorkerID: w, BaseURL: u, Model: req.Model, RequestID: id, tracker: tracker, promptTokens: len(tokens)}, nil
 }
 
 func (p *Proxy) peerInstanceLocked(name, model string) (policy.Policy, error) {

@@ -1,7 +1,9 @@
 package proxy
 
 import (
+	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/kvhash/kvhash/router/indexer"
@@ -47,6 +49,7 @@ func ParsePolicy(s string) (Policy, error) {
 type target struct {
 	WorkerID uint64
 	BaseURL  string
+	Model    string
 	// RequestID names the request in the router's load table (kvrouter's
 	// policy only; "" otherwise).
 	RequestID string
@@ -90,6 +93,11 @@ func (p *Proxy) pick(pol Policy, req clientRequest, tokens []uint32) (target, er
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	// Only the workers with a free slot (backpressure, admission.go).
+	ids = slices.DeleteFunc(ids, func(id uint64) bool { return !p.hasSlotLocked(id) })
+	if len(ids) == 0 {
+		return target{}, errSaturated
+	}
 	var id uint64
 	switch pol {
 	case PolicyRoundRobin:
@@ -115,24 +123,49 @@ func (p *Proxy) pick(pol Policy, req clientRequest, tokens []uint32) (target, er
 		return target{}, badRequest("invalid_policy", "unknown policy %q", pol)
 	}
 	p.inflight[id]++
-	return target{WorkerID: id, BaseURL: p.baseURLs[id]}, nil
+	return target{WorkerID: id, BaseURL: p.baseURLs[id], Model: req.Model}, nil
 }
 
 func (p *Proxy) pickKV(req clientRequest, tokens []uint32) (target, error) {
-	id := fmt.Sprintf("kvp-%d", p.nextID.Add(1))
-	d, err := p.rt.Route(route.Request{Model: req.Model, TokenIDs: tokens, CacheSalt: req.CacheSalt, RequestID: id})
+	// The router names the request: a name the proxy made up could be one
+	// a client of /v1/route already uses.
+	// Only the workers it can forward to: a worker registered without a
+	// base_url is a candidate for /v1/route's clients, not for the proxy.
+	// And only those with a free slot (backpressure, admission.go).
+	reachable := func(id uint64) bool {
+		if p.baseURL(id) == "" {
+			return false
+		}
+		p.mu.RLock()
+		defer p.mu.RUnlock()
+		return p.hasSlotLocked(id)
+	}
+	d, err := p.rt.Route(route.Request{Model: req.Model, TokenIDs: tokens, CacheSalt: req.CacheSalt, Eligible: reachable,
+		// The proxy frees what it forwards when the answer ends: a stream
+		// longer than the request TTL still counts as load.
+		Held: true})
+	if errors.Is(err, route.ErrNoCandidates) && p.anyReachable(req.Model) {
+		return target{}, errSaturated
+	}
 	if err != nil {
 		return target{}, routeError(err)
 	}
+	id := d.RequestID
 	u := p.baseURL(d.WorkerID)
 	if u == "" {
 		p.rt.Free(id)
 		return target{}, unavailable("no_base_url", "worker %d was chosen but was registered without a base_url: register engines with base_url to proxy to them", d.WorkerID)
 	}
 	p.mu.Lock()
+	if !p.hasSlotLocked(d.WorkerID) {
+		// Another request took its last slot since the route looked.
+		p.mu.Unlock()
+		p.rt.Free(id)
+		return target{}, errSaturated
+	}
 	p.inflight[d.WorkerID]++
 	p.mu.Unlock()
-	return target{WorkerID: d.WorkerID, BaseURL: u, RequestID: id, Overlap: d.OverlapBlocks}, nil
+	return target{WorkerID: d.WorkerID, BaseURL: u, Model: req.Model, RequestID: id, Overlap: d.OverlapBlocks}, nil
 }
 
 // prefillDone marks the request's prefill done (first token).
@@ -160,4 +193,20 @@ func (p *Proxy) release(t target) {
 		p.inflight[t.WorkerID]--
 	}
 	p.mu.Unlock()
+	p.adm.wakeOne(t.Model) // its slot is free
+}
+
+// anyReachable reports whether model has a healthy worker the proxy can
+// forward to, slots aside.
+func (p *Proxy) anyReachable(model string) bool {
+	cands, err := p.ix.Candidates(indexer.ModelKey{Model: model})
+	if err != nil {
+		return false
+	}
+	for _, c := range cands {
+		if p.baseURL(c.Worker.ID) != "" {
+			return true
+		}
+	}
+	return false
 }

@@ -59,7 +59,21 @@ type Options struct {
 	// AllowedNetworks: the default client dials only addresses inside
 	// them, whatever a base_url's name resolves to; nil: any.
 	AllowedNetworks *netguard.Networks
+	// EngineSlots: requests the proxy sends an engine at once, what it
+	// runs (max_num_seqs) plus what it may queue; zero:
+	// DefaultMaxNumSeqs + DefaultEngineQueue. Also the size of the
+	// connection pool to each engine.
+	EngineSlots int
+	// QueueLimit: requests that may wait for a slot (all models); zero:
+	// DefaultQueueLimit. QueueTimeout: how long one may wait before its
+	// 429; zero: DefaultQueueTimeout. See admission.go.
+	QueueLimit   int
+	QueueTimeout time.Duration
 }
+
+// sideConnsPerEngine bounds the health checks' and /tokenize's
+// connections to one engine.
+const sideConnsPerEngine = 32
 
 // Proxy forwards OpenAI completion requests to the engine each policy
 // picks; see the package doc. Start its health poller with Start, stop it
@@ -70,12 +84,17 @@ type Proxy struct {
 	rt     *route.Router
 	log    *slog.Logger
 	client *http.Client
-	stats  *Stats
+	// side talks to engines outside the requests' slots: health checks
+	// and /tokenize, which must never wait for a slot's connection (a
+	// health check that did would take a saturated engine out of
+	// rotation).
+	side  *http.Client
+	stats *Stats
+	adm   admission
 
-	nextID atomic.Uint64
 	rrNext atomic.Uint64
 
-	mu       sync.Mutex
+	mu       sync.RWMutex // reads on every route (baseURL, slots): shared
 	rng      *rand.Rand
 	inflight map[uint64]int
 	// baseURLs caches each worker's base URL (refreshed by the poller),
@@ -112,6 +131,15 @@ func New(opts Options) (*Proxy, error) {
 	if opts.MaxBodyBytes <= 0 {
 		opts.MaxBodyBytes = DefaultMaxBodyBytes
 	}
+	if opts.EngineSlots <= 0 {
+		opts.EngineSlots = DefaultMaxNumSeqs + DefaultEngineQueue
+	}
+	if opts.QueueLimit <= 0 {
+		opts.QueueLimit = DefaultQueueLimit
+	}
+	if opts.QueueTimeout <= 0 {
+		opts.QueueTimeout = DefaultQueueTimeout
+	}
 	if opts.DefaultPolicy == "" {
 		opts.DefaultPolicy = PolicyKV
 	}
@@ -120,21 +148,27 @@ func New(opts Options) (*Proxy, error) {
 		return nil, fmt.Errorf("proxy: %w", err)
 	}
 	opts.DefaultPolicy = pol
-	client := opts.Client
+	client, side := opts.Client, opts.Client
 	if client == nil {
 		tr := http.DefaultTransport.(*http.Transport).Clone()
 		tr.ResponseHeaderTimeout = opts.HeaderTimeout
-		// Engines are few and hot: keep connections to each open.
-		tr.MaxIdleConnsPerHost = 256
+		// Engines are few and hot: keep connections to each open, at most
+		// as many as the requests an engine may have from the proxy.
+		tr.MaxIdleConnsPerHost = min(256, opts.EngineSlots)
+		tr.MaxConnsPerHost = opts.EngineSlots
 		tr.DialContext = (&net.Dialer{Timeout: 5 * time.Second, KeepAlive: 30 * time.Second, Control: opts.AllowedNetworks.Control}).DialContext
 		if !opts.AllowedNetworks.Any() {
 			tr.Proxy = nil // through an HTTP_PROXY the check would see the proxy's address, not the engine's
 		}
 		client = &http.Client{Transport: tr}
+		st := tr.Clone()
+		st.MaxConnsPerHost, st.MaxIdleConnsPerHost = sideConnsPerEngine, sideConnsPerEngine
+		side = &http.Client{Transport: st}
 	}
 	return &Proxy{
-		opts: opts, ix: opts.Indexer, rt: opts.Router, log: opts.Logger, client: client,
+		opts: opts, ix: opts.Indexer, rt: opts.Router, log: opts.Logger, client: client, side: side,
 		stats:    newStats(time.Now),
+		adm:      admission{queues: map[string][]*waiter{}},
 		rng:      rand.New(rand.NewPCG(rand.Uint64(), rand.Uint64())),
 		inflight: map[uint64]int{},
 		baseURLs: map[uint64]string{},
@@ -178,9 +212,9 @@ func (p *Proxy) Inflight() map[uint64]int {
 
 // baseURL returns a worker's base URL, from the cache or the indexer.
 func (p *Proxy) baseURL(id uint64) string {
-	p.mu.Lock()
+	p.mu.RLock()
 	u, ok := p.baseURLs[id]
-	p.mu.Unlock()
+	p.mu.RUnlock()
 	if ok {
 		return u
 	}

@@ -44,7 +44,7 @@ func (p *Proxy) tokenize(ctx context.Context, req clientRequest) ([]uint32, erro
 	}
 	up.Header.Set("Content-Type", "application/json")
 	p.authorize(up, nil)
-	resp, err := p.client.Do(up)
+	resp, err := p.side.Do(up)
 	if err != nil {
 		if isTimeout(err) {
 			return nil, upstreamTimeout("tokenizing at %s: %v", base, err)

@@ -14,6 +14,8 @@ type holders struct {
 	bits   []uint64          // rows of stride words each
 	stride int               // words per row: room for stride*64 slots
 	free   []uint32          // rows no hash uses (all zero)
+	// rowsPeak: see shrink.go; compact rebuilds rows, bits and free.
+	rowsPeak peak
 }
 
 func newHolders() holders {
@@ -54,6 +56,7 @@ func (h *holders) set(hash uint64, slot int32) {
 			h.bits = append(h.bits, make([]uint64, h.stride)...)
 		}
 		h.rows[hash] = r
+		h.rowsPeak.grew(len(h.rows))
 	}
 	h.row(r)[slot>>6] |= 1 << (slot & 63)
 }
@@ -74,6 +77,21 @@ func (h *holders) unset(hash uint64, slot int32) {
 	}
 	delete(h.rows, hash)
 	h.free = append(h.free, r)
+}
+
+// compact renumbers the rows in use from 0, dropping the free ones, once
+// the rows in use have shrunk to a quarter of their peak.
+func (h *holders) compact() {
+	if !h.rowsPeak.shrunk(len(h.rows)) {
+		return
+	}
+	rows := make(map[uint64]uint32, len(h.rows))
+	bits := make([]uint64, 0, len(h.rows)*h.stride)
+	for hash, r := range h.rows {
+		rows[hash] = uint32(len(bits) / h.stride)
+		bits = append(bits, h.row(r)...)
+	}
+	h.rows, h.bits, h.free = rows, bits, nil
 }
 
 // depths sets depth[s], for every slot s below len(depth), to the number

@@ -32,6 +32,8 @@ type loadTable struct {
 	// however high the request rate.
 	order []orderEntry
 	dead  int
+	// requestsPeak: see shrink.go.
+	requestsPeak peak
 }
 
 type request struct {
@@ -39,6 +41,9 @@ type request struct {
 	prefillTokens uint64 // 0 once prefill is done
 	blocks        []uint64
 	at            time.Time
+	// held: the request never expires (its caller frees it); it has no
+	// order entry.
+	held bool
 }
 
 type orderEntry struct {
@@ -51,6 +56,7 @@ type rankLoad struct {
 	requests      int
 	prefillTokens uint64
 	blocks        map[uint64]uint32 // sequence hash -> active requests holding it
+	blocksPeak    peak
 }
 
 // idleSweepMin: idle slots kept before a sweep is considered.
@@ -145,11 +151,15 @@ func (t *loadTable) slot(w core.Worker) int32 {
 	return s
 }
 
-func (t *loadTable) add(id string, w core.Worker, prefillTokens uint64, seq []uint64, now time.Time) {
+// add records a request's load; held requests never expire.
+func (t *loadTable) add(id string, w core.Worker, prefillTokens uint64, seq []uint64, now time.Time, held bool) {
 	s := t.slot(w)
-	rq := &request{slot: s, prefillTokens: prefillTokens, blocks: seq, at: now}
+	rq := &request{slot: s, prefillTokens: prefillTokens, blocks: seq, at: now, held: held}
 	t.requests[id] = rq
-	t.order = append(t.order, orderEntry{id: id, req: rq})
+	t.requestsPeak.grew(len(t.requests))
+	if !held {
+		t.order = append(t.order, orderEntry{id: id, req: rq})
+	}
 	rl := t.ranks[s]
 	if rl.requests == 0 {
 		t.idle--
@@ -163,6 +173,7 @@ func (t *loadTable) add(id string, w core.Worker, prefillTokens uint64, seq []ui
 		}
 		rl.blocks[h] = n + 1
 	}
+	rl.blocksPeak.grew(len(rl.blocks))
 }
 
 func (t *loadTable) prefillDone(id string) bool {
@@ -193,7 +204,12 @@ func (t *loadTable) release(id string) bool {
 		return false
 	}
 	delete(t.requests, id)
-	t.dead++
+	if t.requestsPeak.shrunk(len(t.requests)) {
+		t.requests = rebuilt(t.requests)
+	}
+	if !rq.held {
+		t.dead++
+	}
 	rl := t.ranks[rq.slot]
 	rl.requests--
 	rl.prefillTokens -= rq.prefillTokens
@@ -205,6 +221,13 @@ func (t *loadTable) release(id string) bool {
 			rl.blocks[h] = n
 		}
 	}
+	// Its order entry may outlive it (dead entries are dropped in bulk):
+	// the entry must not keep its blocks.
+	rq.blocks = nil
+	if rl.blocksPeak.shrunk(len(rl.blocks)) {
+		rl.blocks = rebuilt(rl.blocks)
+	}
+	t.holders.compact()
 	if rl.requests == 0 {
 		t.idle++
 		if t.idle > idleSweepMin && t.idle > len(t.slotOf)-t.idle {

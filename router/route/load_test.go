@@ -61,7 +61,7 @@ func TestLoadTableDepthsMatchBlockMaps(t *testing.T) {
 				case op < 6:
 					id := strconv.Itoa(step)
 					w := core.Worker{ID: uint64(rng.IntN(tc.workers)), DPRank: uint32(rng.IntN(2))}
-					lt.add(id, w, uint64(rng.IntN(100)), prompt(), now)
+					lt.add(id, w, uint64(rng.IntN(100)), prompt(), now, false)
 					ids = append(ids, id)
 				case op < 9 && len(ids) > 0:
 					i := rng.IntN(len(ids))

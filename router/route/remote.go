@@ -76,7 +76,7 @@ func (r *Router) AddRemote(owner, id string, w core.Worker, prefillTokens uint64
 	if r.load.has(key) {
 		return false
 	}
-	r.load.add(key, w, prefillTokens, blocks, r.now())
+	r.load.add(key, w, prefillTokens, blocks, r.now(), false)
 	if r.remote.owners == nil {
 		r.remote.owners = map[string]map[string]struct{}{}
 	}

@@ -50,8 +50,12 @@ type Request struct {
 	RequestID string
 	Override  *Override
 	// Eligible, when set, keeps only the workers it accepts as candidates
-	// (a gateway's subset hint; workers a gateway cannot address).
+	// (the proxy's: those it has a base URL for; a gateway's subset hint);
+	// nil: all.
 	Eligible func(workerID uint64) bool
+	// Held: the caller frees the request itself, however long it runs
+	// (the proxy, for the requests it forwards): it never expires.
+	Held bool
 }
 
 // Candidate is one worker rank's score for a request.
@@ -184,16 +188,15 @@ func (r *Router) RouteAppend(dst []Candidate, req Request) (Decision, error) {
 	// slice, not scratch.
 	seq := core.SequenceHashes(local)
 	id := req.RequestID
-	if id == "" {
-		id = "kvr-" + strconv.FormatUint(r.nextID.Add(1), 10)
-	}
 	blockSize := r.ix.BlockSize()
 
 	out := slices.Grow(dst[:0], len(cands))[:len(cands)]
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.expireLocked(r.now())
-	if r.load.has(id) {
+	if id == "" {
+		id = r.newIDLocked()
+	} else if r.load.has(id) {
 		return Decision{}, fmt.Errorf("route: %w: %q", ErrDuplicateRequest, id)
 	}
 	cache := r.slotCaches[key]
@@ -227,7 +230,7 @@ func (r *Router) RouteAppend(dst []Candidate, req Request) (Decision, error) {
 	pick := r.pickLocked(out, p.Temperature)
 	chosen := out[pick]
 	newTokens := max(0, len(req.TokenIDs)-int(chosen.OverlapBlocks)*blockSize)
-	r.load.add(id, core.Worker{ID: chosen.WorkerID, DPRank: chosen.DPRank}, uint64(newTokens), seq, r.now())
+	r.load.add(id, core.Worker{ID: chosen.WorkerID, DPRank: chosen.DPRank}, uint64(newTokens), seq, r.now(), req.Held)
 	r.notifyLocked(LoadEvent{Op: LoadRouted, RequestID: id, Worker: core.Worker{ID: chosen.WorkerID, DPRank: chosen.DPRank},
 		PrefillTokens: uint64(newTokens), Blocks: seq})
 
@@ -236,6 +239,18 @@ func (r *Router) RouteAppend(dst []Candidate, req Request) (Decision, error) {
 		WorkerID: chosen.WorkerID, DPRank: chosen.DPRank, OverlapBlocks: chosen.OverlapBlocks,
 		Cost: chosen.Cost, RequestID: id, Candidates: out,
 	}, nil
+}
+
+// newIDLocked names a request the client did not name: "kvr-N", skipping
+// the names clients gave requests still active (a client may send any
+// name, "kvr-3" too).
+func (r *Router) newIDLocked() string {
+	for {
+		id := "kvr-" + strconv.FormatUint(r.nextID.Add(1), 10)
+		if !r.load.has(id) {
+			return id
+		}
+	}
 }
 
 // PrefillDone marks a request's prefill done: its tokens stop counting as

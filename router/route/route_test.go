@@ -261,3 +261,52 @@ func TestExpiryQueueStaysBounded(t *testing.T) {
 	assert.Equal(t, 1, f.r.Expire(), "the live request still expires")
 	assert.Zero(t, f.r.Stats().ActiveRequests)
 }
+
+// The names the router makes up never take a name a client gave a
+// request still active: "kvr-1" routed by a client, the next generated
+// name is another.
+func TestGeneratedRequestIDsSkipClientNames(t *testing.T) {
+	f := newFixture(t, 2, Options{})
+	for _, id := range []string{"kvr-1", "kvr-2", "kvr-4"} {
+		_, err := f.r.Route(Request{Model: "m", TokenIDs: tokens(1, 8), RequestID: id})
+		require.NoError(t, err)
+	}
+	seen := map[string]bool{"kvr-1": true, "kvr-2": true, "kvr-4": true}
+	for range 3 {
+		d, err := f.r.Route(Request{Model: "m", TokenIDs: tokens(1, 8)})
+		require.NoError(t, err)
+		assert.False(t, seen[d.RequestID], "generated %q twice", d.RequestID)
+		seen[d.RequestID] = true
+	}
+	assert.Equal(t, 6, f.r.Stats().ActiveRequests)
+}
+
+// Eligible keeps only the workers it accepts, even against a better
+// overlap elsewhere; none reachable is ErrNoCandidates.
+func TestRouteOnlyToReachableWorkers(t *testing.T) {
+	f := newFixture(t, 3, Options{})
+	prompt := tokens(1, 16)
+	f.cache(1, prompt, 4)
+	d, err := f.r.Route(Request{Model: "m", TokenIDs: prompt, Eligible: func(id uint64) bool { return id != 1 }})
+	require.NoError(t, err)
+	assert.NotEqual(t, uint64(1), d.WorkerID)
+	assert.Len(t, d.Candidates, 2)
+	_, err = f.r.Route(Request{Model: "m", TokenIDs: prompt, Eligible: func(uint64) bool { return false }})
+	assert.ErrorIs(t, err, ErrNoCandidates)
+}
+
+// A held request (the proxy's, freed when its answer ends) never
+// expires; the others still do, and the held one frees as usual.
+func TestHeldRequestsNeverExpire(t *testing.T) {
+	f := newFixture(t, 2, Options{RequestTTL: time.Minute})
+	_, err := f.r.Route(Request{Model: "m", TokenIDs: tokens(1, 8), RequestID: "stream", Held: true})
+	require.NoError(t, err)
+	_, err = f.r.Route(Request{Model: "m", TokenIDs: tokens(1, 8), RequestID: "lost"})
+	require.NoError(t, err)
+	f.clock.Advance(time.Hour)
+	assert.Equal(t, 1, f.r.Expire(), "only the request nobody holds")
+	assert.Equal(t, 1, f.r.Stats().ActiveRequests)
+	assert.True(t, f.r.Free("stream"))
+	assert.Zero(t, f.r.Stats().ActiveRequests)
+	assert.Zero(t, f.r.load.dead, "no order entry left behind")
+}

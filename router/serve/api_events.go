@@ -65,6 +65,10 @@ func (s *Server) postEvents(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	// A misspelt field first: it explains a "missing" one.
+	if err := checkEventsFields(body); err != nil {
+		return err
+	}
 	evs, err := decodeEvents(body)
 	if err != nil {
 		return err

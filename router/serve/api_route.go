@@ -4,8 +4,10 @@ import (
 	"errors"
 	"net/http"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/kvhash/kvhash/core"
 	"github.com/kvhash/kvhash/router/indexer"
@@ -45,6 +47,14 @@ func decodeRouteRequestInto(body []byte, maxTokens int, tokens []uint32) (route.
 		return route.Request{}, false, err
 	}
 	if err := checkTokens(len(req.TokenIDs), maxTokens); err != nil {
+		return route.Request{}, false, err
+	}
+	if len(req.TokenIDs) == 0 {
+		// Nothing to route: no blocks to match, no prefill, and an active
+		// request that would count as load until freed.
+		return route.Request{}, false, badRequest("invalid_value", "token_ids is empty; want the prompt's token ids")
+	}
+	if err := checkRequestID(req.RequestID); err != nil {
 		return route.Request{}, false, err
 	}
 	return route.Request{
@@ -96,6 +106,20 @@ func (s *Server) postRoute(w http.ResponseWriter, r *http.Request) error {
 	_, _ = w.Write(*bp)
 	bufPool.Put(bp)
 	s.m.routeLatency.Observe(time.Since(start).Seconds())
+	return nil
+}
+
+// checkRequestID refuses a request_id the client could not name again to
+// free it: one that is not valid UTF-8 (JSON decoding replaces the bytes
+// with U+FFFD, so the id kept is not the one sent) and "." or "..", which
+// a URL path cannot carry as a segment (/v1/requests/{id} is cleaned).
+func checkRequestID(id string) error {
+	switch {
+	case strings.ContainsRune(id, utf8.RuneError):
+		return badRequest("invalid_value", "request_id %q is not valid UTF-8 (or holds U+FFFD): it could not be freed as sent", id)
+	case id == "." || id == "..":
+		return badRequest("invalid_value", "request_id %q cannot be a URL path segment: it could not be freed", id)
+	}
 	return nil
 }
 

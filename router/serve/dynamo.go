@@ -23,14 +23,9 @@ import (
 // being kvrouter's "" (so both APIs share one index); its legacy tenant_id
 // is accepted and ignored, as Dynamo does.
 
-const dynamoDefaultGroup = "default"
+const dynamoDefaultGroup = indexer.DefaultTenant
 
-func groupToTenant(g string) string {
-	if g == dynamoDefaultGroup {
-		return ""
-	}
-	return g
-}
+func groupToTenant(g string) string { return indexer.CanonicalTenant(g) }
 
 func tenantToGroup(t string) string {
 	if t == "" {
@@ -114,6 +109,9 @@ func (req *dynRegisterRequest) check() error {
 		return missing("endpoint")
 	case req.ModelName == nil:
 		return missing("model_name")
+	case *req.ModelName == "":
+		// kvrouter's /v1/workers refuses it too: one registry, one rule.
+		return dynErr(http.StatusBadRequest, "model_name is empty")
 	case req.BlockSize == nil:
 		return missing("block_size")
 	}
@@ -250,6 +248,9 @@ func (s *Server) dynUnregister(w http.ResponseWriter, r *http.Request) error {
 		return missing("instance_id")
 	case req.ModelName == nil:
 		return missing("model_name")
+	case *req.ModelName == "":
+		// kvrouter's /v1/workers refuses it too: one registry, one rule.
+		return dynErr(http.StatusBadRequest, "model_name is empty")
 	}
 	if err := s.checkLabels(label{"model", *req.ModelName}, label{"tenant", group(req.RoutingGroup)}); err != nil {
 		return err
@@ -409,6 +410,9 @@ func (s *Server) dynQuery(w http.ResponseWriter, r *http.Request) error {
 		return missing("token_ids")
 	case req.ModelName == nil:
 		return missing("model_name")
+	case *req.ModelName == "":
+		// kvrouter's /v1/workers refuses it too: one registry, one rule.
+		return dynErr(http.StatusBadRequest, "model_name is empty")
 	}
 	if err := s.checkLabels(label{"model", *req.ModelName}, label{"tenant", group(req.RoutingGroup)}); err != nil {
 		return err
@@ -440,6 +444,9 @@ func (s *Server) dynQueryByHash(w http.ResponseWriter, r *http.Request) error {
 		return missing("block_hashes")
 	case req.ModelName == nil:
 		return missing("model_name")
+	case *req.ModelName == "":
+		// kvrouter's /v1/workers refuses it too: one registry, one rule.
+		return dynErr(http.StatusBadRequest, "model_name is empty")
 	case req.CacheSalt != nil:
 		return dynErr(http.StatusBadRequest, "cache_salt is not accepted by /query_by_hash; block_hashes must already include the intended cache salt")
 	}

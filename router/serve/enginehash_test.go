@@ -67,8 +67,14 @@ func TestEngineHashVerdictsOnWorkersAndMetrics(t *testing.T) {
 	toks := seqTokens(10, testBlockSize)
 	ix.HandleBatch(ingest.Source{WorkerID: 1, Model: "m"}, &ingest.Batch{Events: []ingest.Event{vllmRootStore(t, enginehash.VLLMSHA256CBOR, enginehash.DefaultVLLMSeed, toks)}})
 	ix.HandleBatch(ingest.Source{WorkerID: 2, Model: "m"}, &ingest.Batch{Events: []ingest.Event{vllmRootStore(t, enginehash.VLLMSHA256, "0", toks)}})
+	// Worker 3's ids are random per process: the same tokens under
+	// another id after a restart.
 	random := vllmRootStore(t, enginehash.VLLMSHA256, "0", toks)
 	random.BlockHashes[0] ^= 0x5a5a
+	ix.HandleBatch(ingest.Source{WorkerID: 3, Model: "m"}, &ingest.Batch{Events: []ingest.Event{random}})
+	ix.HandleStream(ingest.Source{WorkerID: 3, Model: "m"}, ingest.StreamEvent{Kind: ingest.StreamRestarted})
+	random = vllmRootStore(t, enginehash.VLLMSHA256, "0", toks)
+	random.BlockHashes[0] ^= 0xa5a5
 	ix.HandleBatch(ingest.Source{WorkerID: 3, Model: "m"}, &ingest.Batch{Events: []ingest.Event{random}})
 
 	var got workersJSON
@@ -99,7 +105,7 @@ func TestEngineHashVerdictsOnWorkersAndMetrics(t *testing.T) {
 		`kvrouter_engine_hash_verdict{dp_rank="0",model="m",scheme="vllm-sha256-cbor",seed="vllm-none-hash",tenant="",verdict="verified",worker_id="1"} 1`,
 		`kvrouter_engine_hash_verdict{dp_rank="0",model="m",scheme="",seed="",tenant="",verdict="unstable",worker_id="3"} 1`,
 		`kvrouter_engine_hash_verdict{dp_rank="0",model="m",scheme="",seed="",tenant="",verdict="pending",worker_id="4"} 1`,
-		`kvrouter_engine_hash_mismatches_total{dp_rank="0",model="m",tenant="",worker_id="3"} 1`,
+		`kvrouter_engine_hash_mismatches_total{dp_rank="0",model="m",tenant="",worker_id="3"} 2`,
 		`kvrouter_engine_hash_disagreement{model="m",tenant=""} 1`,
 	} {
 		assert.True(t, strings.Contains(text, line+"\n"), "missing %s", line)

@@ -13,9 +13,12 @@ import (
 // machine-readable name of the case ("unknown_field", "body_too_large").
 type apiError = httpapi.Error
 
-func badRequest(code, format string, args ...any) *apiError {
-	return httpapi.NewError(http.StatusBadRequest, "invalid_request_error", code, format, args...)
-}
+// badRequest and unavailable are httpapi's, shared with the other
+// package (router/serve, router/proxy).
+var (
+	badRequest  = httpapi.BadRequest
+	unavailable = httpapi.Unavailable
+)
 
 func notFound(code, format string, args ...any) *apiError {
 	return httpapi.NewError(http.StatusNotFound, "not_found_error", code, format, args...)
@@ -27,10 +30,6 @@ func tooLarge(code, format string, args ...any) *apiError {
 
 func conflict(code, format string, args ...any) *apiError {
 	return httpapi.NewError(http.StatusConflict, "conflict_error", code, format, args...)
-}
-
-func unavailable(code, format string, args ...any) *apiError {
-	return httpapi.NewError(http.StatusServiceUnavailable, "unavailable_error", code, format, args...)
 }
 
 func internalError(err error) *apiError { return httpapi.Internal(err) }

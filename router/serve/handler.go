@@ -7,6 +7,8 @@ import (
 	"strconv"
 
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/kvhash/kvhash/router/internal/httpapi"
 )
 
 // buildHandler mounts every endpoint behind the panic and metrics
@@ -48,8 +50,7 @@ func (s *Server) buildHandler() http.Handler {
 			}
 		}
 		if allow := w.Header().Values("Allow"); len(allow) > 0 {
-			return &apiError{Status: http.StatusMethodNotAllowed, Type: "invalid_request_error", Code: "method_not_allowed",
-				Message: fmt.Sprintf("%s is not allowed on %s; allowed: %v", r.Method, r.URL.Path, allow)}
+			return httpapi.MethodNotAllowed("%s is not allowed on %s; allowed: %v", r.Method, r.URL.Path, allow)
 		}
 		return notFound("unknown_endpoint", "no such endpoint: %s %s", r.Method, r.URL.Path)
 	})

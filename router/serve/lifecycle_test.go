@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/kvhash/kvhash/core"
+	"github.com/kvhash/kvhash/router/config"
 )
 
 func TestSnapshotRoundTripThroughARestart(t *testing.T) {
@@ -59,49 +60,93 @@ func TestSnapshotRoundTripThroughARestart(t *testing.T) {
 	assert.Zero(t, out.Workers[1].Ranks[0].Violations["parent_not_found"])
 }
 
-func TestCorruptOrForeignSnapshotStartsEmpty(t *testing.T) {
-	for name, content := range map[string][]byte{
-		"garbage":   []byte("not a snapshot at all"),
-		"truncated": nil, // filled below from a real snapshot
-	} {
+// A snapshot kvrouter cannot read (corrupt, truncated, or written at
+// another block size) stops the start and is left as it was: starting
+// empty would overwrite the registry at the next write. Told to discard
+// it, kvrouter sets it aside (renamed, intact) and starts empty.
+func TestUnreadableSnapshotRefusesToStart(t *testing.T) {
+	good := func(t *testing.T, path string, blockSize int) []byte {
+		cfg := testConfig()
+		cfg.BlockSize, cfg.Snapshot.Path = blockSize, path
+		src, err := New(Options{Config: cfg})
+		require.NoError(t, err)
+		require.NoError(t, src.Start())
+		s := &testServer{t: t, srv: src, ts: newHTTPTest(t, src)}
+		s.must(201, "POST", "/v1/workers", `{"worker_id":1,"model":"m"}`, nil)
+		require.NoError(t, src.Shutdown(t.Context()))
+		full, err := os.ReadFile(path)
+		require.NoError(t, err)
+		return full
+	}
+	for _, name := range []string{"garbage", "truncated", "another block size"} {
 		t.Run(name, func(t *testing.T) {
 			cfg := testConfig()
 			cfg.Snapshot.Path = filepath.Join(t.TempDir(), "kvrouter.snap")
-			if content == nil {
-				src, err := New(Options{Config: cfg})
-				require.NoError(t, err)
-				require.NoError(t, src.Start())
-				s := &testServer{t: t, srv: src, ts: newHTTPTest(t, src)}
-				s.must(201, "POST", "/v1/workers", `{"worker_id":1,"model":"m"}`, nil)
-				s.must(200, "POST", "/v1/events?worker_id=1", storedEvent(t, 1, 0, nil, seqTokens(1, 16), 5, core.Options{}), nil)
-				require.NoError(t, src.Shutdown(t.Context()))
-				full, err := os.ReadFile(cfg.Snapshot.Path)
-				require.NoError(t, err)
+			var content []byte
+			switch name {
+			case "garbage":
+				content = []byte("not a snapshot at all")
+			case "truncated":
+				full := good(t, cfg.Snapshot.Path, testBlockSize)
 				content = full[:len(full)-7]
+			case "another block size":
+				content = good(t, cfg.Snapshot.Path, 2*testBlockSize)
 			}
 			require.NoError(t, os.WriteFile(cfg.Snapshot.Path, content, 0o600))
 
+			srv, err := New(Options{Config: cfg})
+			require.NoError(t, err)
+			err = srv.Start()
+			require.ErrorIs(t, err, ErrStart)
+			assert.Contains(t, err.Error(), "--snapshot-discard-unreadable")
+			kept, rerr := os.ReadFile(cfg.Snapshot.Path)
+			require.NoError(t, rerr)
+			assert.Equal(t, content, kept, "the file is left as it was")
+
+			cfg.Snapshot.DiscardUnreadable = true
 			var logs bytes.Buffer
-			srv, err := New(Options{Config: cfg, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+			srv, err = New(Options{Config: cfg, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
 			require.NoError(t, err)
 			require.NoError(t, srv.Start())
 			s := &testServer{t: t, srv: srv, ts: newHTTPTest(t, srv)}
-			s.must(200, "GET", "/readyz", "", nil)
 			var out struct {
 				Workers []any `json:"workers"`
 			}
 			s.must(200, "GET", "/v1/workers", "", &out)
 			assert.Empty(t, out.Workers, "the router starts empty")
-			assert.Contains(t, logs.String(), "snapshot unusable")
-			// And the next write replaces the bad file with a good one.
+			assert.Contains(t, logs.String(), "set aside")
+			aside, err := filepath.Glob(cfg.Snapshot.Path + ".unreadable-*")
+			require.NoError(t, err)
+			require.Len(t, aside, 1)
+			kept, err = os.ReadFile(aside[0])
+			require.NoError(t, err)
+			assert.Equal(t, content, kept, "set aside intact")
 			s.must(201, "POST", "/v1/workers", `{"worker_id":3,"model":"m"}`, nil)
 			require.NoError(t, srv.Shutdown(t.Context()))
+			cfg.Snapshot.DiscardUnreadable = false
 			again, err := New(Options{Config: cfg})
 			require.NoError(t, err)
-			require.NoError(t, again.Start())
+			require.NoError(t, again.Start(), "the new snapshot is good")
 			defer func() { _ = again.Shutdown(t.Context()) }()
 			_, ok := again.Indexer().Worker(3)
 			assert.True(t, ok)
+		})
+	}
+}
+
+// What the config asks and cannot be served stops the start: a snapshot
+// path kvrouter cannot write, a worker it cannot register.
+func TestStartRefusesWhatItCannotServe(t *testing.T) {
+	unwritable := testConfig()
+	unwritable.Snapshot.Path = "/proc/kvrouter-cannot-write-here/kvrouter.snap"
+	badWorker := testConfig()
+	badWorker.Workers = []config.Worker{{WorkerID: 1, Model: "m", Endpoint: "tcp://127.0.0.1:1", EngineHash: "nonsense-scheme"}}
+	for name, cfg := range map[string]config.Config{"unwritable snapshot": unwritable, "worker it cannot register": badWorker} {
+		t.Run(name, func(t *testing.T) {
+			srv, err := New(Options{Config: cfg})
+			require.NoError(t, err)
+			err = srv.Start()
+			require.ErrorIs(t, err, ErrStart)
 		})
 	}
 }

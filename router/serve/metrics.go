@@ -80,7 +80,7 @@ var (
 	descLastSeq   = rankDesc("kvrouter_last_seq", "Last seq handled from the rank's publisher.")
 	descLag       = rankDesc("kvrouter_lag_seconds", "How far the last batch's engine timestamp was behind the router's clock.")
 	descBlocks    = rankDesc("kvrouter_worker_blocks", "Blocks the rank holds in the index.")
-	descState     = rankDesc("kvrouter_worker_state", "1 for the rank's current state (live, degraded, quarantined), else 0.", "state")
+	descState     = rankDesc("kvrouter_worker_state", "1 for the rank's current state (live, degraded, quarantined, connecting), else 0.", "state")
 	descConnected = rankDesc("kvrouter_worker_connected", "1 when the rank's event stream is connected.")
 	descNodes     = prometheus.NewDesc("kvrouter_index_nodes", "Radix tree nodes of one index (blocks, shared ones once).", []string{"model", "tenant"}, nil)
 	descPairs     = prometheus.NewDesc("kvrouter_index_blocks", "(worker rank, block) pairs held in one index.", []string{"model", "tenant"}, nil)
@@ -152,7 +152,7 @@ func collectRank(ch chan<- prometheus.Metric, lv []string, ri indexer.RankInfo) 
 	}
 	gauge(descLag, ri.LagSeconds)
 	gauge(descBlocks, float64(ri.Blocks))
-	for _, st := range []indexer.State{indexer.StateLive, indexer.StateDegraded, indexer.StateQuarantined} {
+	for _, st := range []indexer.State{indexer.StateLive, indexer.StateDegraded, indexer.StateQuarantined, indexer.StateConnecting} {
 		v := 0.0
 		if ri.State == st {
 			v = 1

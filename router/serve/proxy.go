@@ -15,6 +15,8 @@ func (s *Server) attachProxy() error {
 		EngineToken: s.cfg.Security.EngineToken, ForwardClientAuthorization: s.cfg.Security.ForwardClientAuthorization,
 		AllowedNetworks: s.nets,
 		DefaultPolicy:   proxy.Policy(s.cfg.Routing.Policy),
+		EngineSlots:     s.cfg.Proxy.MaxNumSeqs + s.cfg.Proxy.EngineQueue,
+		QueueLimit:      s.cfg.Proxy.AdmissionQueue, QueueTimeout: s.cfg.Proxy.AdmissionTimeout,
 	})
 	if err != nil {
 		return fmt.Errorf("serve: %w", err)

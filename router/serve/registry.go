@@ -64,6 +64,16 @@ func rankStreams(spec indexer.WorkerSpec, only map[uint32]bool) (map[uint32]rank
 func (s *Server) registerLocked(spec indexer.WorkerSpec, streams map[uint32]rankStream) (bool, error) {
 	if old, ok := s.ix.Worker(spec.WorkerID); ok {
 		s.unsubscribeLocked(old.Spec)
+		if old.Spec.Model != spec.Model || indexer.CanonicalTenant(old.Spec.Tenant) != indexer.CanonicalTenant(spec.Tenant) {
+			var blocks uint64
+			for _, r := range old.Ranks {
+				blocks += r.Blocks
+			}
+			// A move the operator may not have meant: say what it costs.
+			s.log.Warn("kvrouter: a worker re-registered under another model or tenant; its blocks in the old index are dropped",
+				"worker_id", spec.WorkerID, "old_model", old.Spec.Model, "old_tenant", old.Spec.Tenant,
+				"model", spec.Model, "tenant", spec.Tenant, "blocks_dropped", blocks)
+		}
 	}
 	isNew, err := s.ix.AddWorker(spec)
 	if err != nil {

@@ -38,6 +38,9 @@ type Options struct {
 	// Seed seeds the router's tie-breaks (tests that compare decisions);
 	// 0: random.
 	Seed uint64
+	// ConnectWarnAfter: a worker's stream not connected this long after
+	// its registration is logged (a WARN, once); zero: 30s.
+	ConnectWarnAfter time.Duration
 }
 
 // Server is one kvrouter: the indexer, the router, the ingest layer and
@@ -54,6 +57,8 @@ type Server struct {
 	routes http.Handler
 	px     *proxy.Proxy       // the OpenAI proxy and dashboard in front of routes
 	nets   *netguard.Networks // where engines may live (base_url, endpoints)
+	// connecting: the ranks whose stream has not connected (connecting.go).
+	connecting *connectWatch
 
 	// The gateway endpoint picker (--epp-listen; epp.go), or nil.
 	epp     *epp.Server
@@ -90,6 +95,7 @@ func New(opts Options) (*Server, error) {
 		log = slog.New(slog.DiscardHandler)
 	}
 	s := &Server{cfg: cfg, log: log, endpoints: map[uint64]map[uint32]rankStream{}, stop: make(chan struct{})}
+	s.connecting = newConnectWatch(opts.ConnectWarnAfter, opts.Now)
 	mode, err := stabilityMode(cfg.Index.StabilityMode)
 	if err != nil {
 		return nil, err
@@ -111,6 +117,9 @@ func New(opts Options) (*Server, error) {
 		Replay: indexer.ReplayFunc(s.requestReplay),
 		Logger: log,
 		Now:    opts.Now,
+		// A stream this router subscribes to itself shows "connecting"
+		// until it connects (a replica on the event plane sees none).
+		AwaitConnect: cfg.NATS.URL == "" && opts.NewIngest != nil,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("serve: %w", err)
@@ -181,10 +190,14 @@ func (s *Server) BoundAddr() net.Addr { return s.boundAddr }
 func (s *Server) Handler() http.Handler { return s.routes }
 
 // Start loads the snapshot, registers the config's workers, binds the
-// bound endpoint and starts the periodic loops. Errors of one worker are
-// logged and the rest go on; a bind failure is returned.
+// bound endpoint and starts the periodic loops. A snapshot it cannot
+// use, a worker of the config it cannot register (every one is named)
+// and a bind failure are errors; the first two wrap ErrStart.
 func (s *Server) Start() error {
-	s.loadSnapshot()
+	if err := s.loadSnapshot(); err != nil {
+		return err
+	}
+	var bad []error
 	for _, w := range s.cfg.Workers {
 		spec := indexer.WorkerSpec{
 			WorkerID: w.WorkerID, Model: w.Model, Tenant: w.Tenant, Endpoint: w.Endpoint,
@@ -192,8 +205,11 @@ func (s *Server) Start() error {
 			EngineHash: w.EngineHash,
 		}
 		if _, err := s.addWorker(spec); err != nil {
-			s.log.Error("kvrouter: a worker of the config could not be registered", "worker_id", w.WorkerID, "error", err)
+			bad = append(bad, fmt.Errorf("worker %d of the config: %w", w.WorkerID, err))
 		}
+	}
+	if len(bad) > 0 {
+		return fmt.Errorf("serve: %w: %w", ErrStart, errors.Join(bad...))
 	}
 	if s.cfg.Bind != "" {
 		b, ok := s.ing.(Binder)
@@ -262,6 +278,7 @@ func (s *Server) expiryLoop() {
 		case <-t.C:
 			s.rt.Expire()
 			s.ix.Settle()
+			s.warnUnconnected()
 		}
 	}
 }

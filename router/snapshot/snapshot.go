@@ -5,8 +5,8 @@
 // The file is a binary form of its own (format.go): a magic header, a
 // format version, the block size, the payload, and a SHA-256 of all that.
 // A file that is truncated, corrupt, of another format or version, or
-// written at another block size is an error value (ErrCorrupt, ErrForeign)
-// and the caller starts empty.
+// written at another block size is an error value (ErrCorrupt, ErrForeign):
+// kvrouter refuses to start on it unless told to set it aside.
 package snapshot
 
 import (

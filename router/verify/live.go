@@ -53,7 +53,10 @@ type Report struct {
 	Endpoint string
 	Topic    string
 	Waited   time.Duration
-	Ranks    []RankReport // ranks that sent at least one batch, by rank
+	// Connected: the subscription connected to the endpoint (a ZeroMQ
+	// handshake) at least once while the check listened.
+	Connected bool
+	Ranks     []RankReport // ranks that sent at least one batch, by rank
 }
 
 // Verdict is the engine's overall verdict: unstable when any rank is;
@@ -124,16 +127,21 @@ func Run(ctx context.Context, opts Options) (Report, error) {
 	defer deadline.Stop()
 	tick := time.NewTicker(20 * time.Millisecond)
 	defer tick.Stop()
-	for {
+	final := func() Report {
 		rep := report(ix, opts, time.Since(start))
+		rep.Connected = sub.Stats().Connects.Load() > 0
+		return rep
+	}
+	for {
+		rep := final()
 		if decided(rep) {
 			return rep, nil
 		}
 		select {
 		case <-ctx.Done():
-			return report(ix, opts, time.Since(start)), nil
+			return final(), nil
 		case <-deadline.C:
-			return report(ix, opts, time.Since(start)), nil
+			return final(), nil
 		case <-tick.C:
 		}
 	}
@@ -189,7 +197,11 @@ func Fix(v indexer.Verdict) string {
 			"if the engine already runs a fixed seed, pass it: --engine-hash SCHEME:SEED or --seeds SEED",
 		}, "\n     ")
 	case indexer.VerdictUnverifiable:
-		return "name the engine's scheme and seed (--engine-hash SCHEME:SEED, e.g. xxhash:0), or send a request without a LoRA adapter"
+		return strings.Join([]string{
+			"name the engine's scheme and seed (--engine-hash SCHEME:SEED, e.g. xxhash:0), or send a request without a LoRA adapter;",
+			"if its ids are random per process (no fixed PYTHONHASHSEED), restarting it and sending the same prompt shows it: then",
+			"set PYTHONHASHSEED=0 on every engine process, or on vLLM use --prefix-caching-hash-algo sha256_cbor",
+		}, "\n     ")
 	case indexer.VerdictPending:
 		return strings.Join([]string{
 			"no root store was seen: send the engine a new prompt while the doctor listens;",

@@ -1,0 +1,65 @@
+package config
+
+import (
+	"flag"
+	"fmt"
+	"time"
+)
+
+// Proxy configures the OpenAI proxy's backpressure (router/proxy,
+// admission.go): how many requests an engine takes from the proxy at
+// once, and how requests wait when every engine of their model is full.
+type Proxy struct {
+	// MaxNumSeqs: the requests an engine runs at once (vLLM's
+	// --max-num-seqs).
+	MaxNumSeqs int `yaml:"max_num_seqs"`
+	// EngineQueue: the requests an engine may hold beyond those, waiting
+	// in its own queue. An engine takes MaxNumSeqs + EngineQueue requests
+	// from the proxy at most; a connection pool of that size.
+	EngineQueue int `yaml:"engine_queue"`
+	// AdmissionQueue: requests that may wait in the proxy for an
+	// engine's slot; past it, 429 at once.
+	AdmissionQueue int `yaml:"admission_queue"`
+	// AdmissionTimeout: how long one waits before its 429.
+	AdmissionTimeout time.Duration `yaml:"admission_timeout"`
+}
+
+// Defaults of the proxy's backpressure (vLLM's default max_num_seqs).
+const (
+	DefaultMaxNumSeqs       = 256
+	DefaultEngineQueue      = 256
+	DefaultAdmissionQueue   = 1024
+	DefaultAdmissionTimeout = 5 * time.Second
+)
+
+func defaultProxy() Proxy {
+	return Proxy{MaxNumSeqs: DefaultMaxNumSeqs, EngineQueue: DefaultEngineQueue,
+		AdmissionQueue: DefaultAdmissionQueue, AdmissionTimeout: DefaultAdmissionTimeout}
+}
+
+// validateProxy reports the proxy's bad settings.
+func (c *Config) validateProxy() []error {
+	var errs []error
+	p := c.Proxy
+	if p.MaxNumSeqs < 1 {
+		errs = append(errs, fmt.Errorf("proxy.max_num_seqs: %d; want >= 1", p.MaxNumSeqs))
+	}
+	if p.EngineQueue < 0 {
+		errs = append(errs, fmt.Errorf("proxy.engine_queue: %d; want >= 0", p.EngineQueue))
+	}
+	if p.AdmissionQueue < 1 {
+		errs = append(errs, fmt.Errorf("proxy.admission_queue: %d; want >= 1", p.AdmissionQueue))
+	}
+	if p.AdmissionTimeout <= 0 {
+		errs = append(errs, fmt.Errorf("proxy.admission_timeout: %v; want > 0", p.AdmissionTimeout))
+	}
+	return errs
+}
+
+// proxyFlags binds the proxy's keys to their flags.
+func proxyFlags(fs *flag.FlagSet, p *Proxy) {
+	fs.IntVar(&p.MaxNumSeqs, "max-num-seqs", p.MaxNumSeqs, "requests an engine runs at once (its --max-num-seqs): with --engine-queue, what the proxy sends it at most")
+	fs.IntVar(&p.EngineQueue, "engine-queue", p.EngineQueue, "requests the proxy may send an engine beyond --max-num-seqs (they wait in the engine's queue)")
+	fs.IntVar(&p.AdmissionQueue, "admission-queue", p.AdmissionQueue, "requests that may wait in the proxy when every engine of their model is full (429 beyond)")
+	fs.DurationVar(&p.AdmissionTimeout, "admission-timeout", p.AdmissionTimeout, "how long a request waits for an engine's slot before its 429")
+}
