@@ -28,6 +28,35 @@ type lease struct {
 	subscribed bool
 
 	held atomic.Bool // read by the publisher without mu
+	// hold lives while the lease is held: the publisher's requests end
+	// with it, so dropping a lease never waits on a blocked publish.
+	hold atomic.Pointer[scope]
+	// rebuild: the stream was recreated (reset.go) and this engine's
+	// restart marker is not applied yet.
+	rebuild atomic.Bool
+}
+
+// scope is a context with its cancel.
+type scope struct {
+	context.Context
+	cancel context.CancelFunc
+}
+
+func newScope(parent context.Context) *scope {
+	ctx, cancel := context.WithCancel(parent)
+	return &scope{ctx, cancel}
+}
+
+// holdContext is the engine's lease's context while this replica holds
+// it, else nil.
+func (p *Plane) holdContext(worker uint64) *scope {
+	p.leaseMu.Lock()
+	l := p.leases[worker]
+	p.leaseMu.Unlock()
+	if l == nil || !l.held.Load() {
+		return nil
+	}
+	return l.hold.Load()
 }
 
 // Subscribe asks for an engine: the replica ingests it while it holds
@@ -117,7 +146,10 @@ func (p *Plane) leaseList() []*lease {
 }
 
 // leaseLoop renews the leases held and tries to take the others, three
-// times per TTL.
+// times per TTL, all in one pass whose requests run side by side (a
+// thousand engines renew in one round trip's time, not a thousand). Cut
+// off from NATS, it stops ingesting every engine at once: the leases
+// cannot be renewed, and another replica may take them after the TTL.
 func (p *Plane) leaseLoop() {
 	t := time.NewTicker(p.opts.LeaseTTL / 3)
 	defer t.Stop()
@@ -126,11 +158,65 @@ func (p *Plane) leaseLoop() {
 		case <-p.ctx.Done():
 			return
 		case <-t.C:
+		case <-p.kick:
 		}
-		for _, l := range p.leaseList() {
-			p.tend(l)
+		if !p.nc.IsConnected() {
+			p.dropAll("cut off from NATS")
+			continue
 		}
+		p.forEachLease(p.tend)
 	}
+}
+
+// kickLeases makes the lease loop run now (a disconnection, a resync).
+func (p *Plane) kickLeases() {
+	select {
+	case p.kick <- struct{}{}:
+	default:
+	}
+}
+
+// leaseParallelism bounds the lease requests in flight at once.
+const leaseParallelism = 64
+
+// forEachLease runs f on every lease, side by side, and waits.
+func (p *Plane) forEachLease(f func(*lease)) {
+	sem := make(chan struct{}, leaseParallelism)
+	var wg sync.WaitGroup
+	for _, l := range p.leaseList() {
+		sem <- struct{}{}
+		wg.Add(1)
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			f(l)
+		}()
+	}
+	wg.Wait()
+}
+
+// dropAll stops ingesting every engine held (the keys stay: NATS cannot
+// be reached to delete them; they expire, or this replica takes them
+// back when it reconnects first).
+func (p *Plane) dropAll(why string) {
+	p.forEachLease(func(l *lease) {
+		if !l.held.Load() {
+			return
+		}
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		if l.held.Load() {
+			p.dropLocked(l, why)
+		}
+	})
+}
+
+// connScope is the current NATS connection's context: cancelled when the
+// connection drops, so no lease request waits on a dead connection.
+func (p *Plane) connScope() *scope {
+	if c := p.conn.Load(); c != nil {
+		return c
+	}
+	return &scope{p.ctx, func() {}}
 }
 
 // tend renews or takes one lease, then subscribes once the replica has
@@ -142,7 +228,7 @@ func (p *Plane) tend(l *lease) {
 	if l.removed || p.ctx.Err() != nil {
 		return
 	}
-	ctx, cancel := context.WithTimeout(p.ctx, p.opts.LeaseTTL/2)
+	ctx, cancel := context.WithTimeout(p.connScope(), p.opts.LeaseTTL/2)
 	defer cancel()
 	key, me := leaseKey(l.sub.WorkerID), []byte(p.opts.ReplicaID)
 	now := time.Now()
@@ -180,6 +266,7 @@ func (p *Plane) tend(l *lease) {
 			return
 		}
 		l.rev, l.renewedAt, l.target = rev, now, info.State.LastSeq
+		l.hold.Store(newScope(p.ctx))
 		l.held.Store(true)
 		p.stats.LeasesTaken.Add(1)
 		p.log.Info("kvrouter: engine lease taken; ingesting it once caught up", "worker_id", l.sub.WorkerID,
@@ -188,6 +275,18 @@ func (p *Plane) tend(l *lease) {
 	if !l.subscribed && p.appliedSeq.Load() >= l.target {
 		sub := l.sub
 		sub.ResumeAfter = p.resumeAfter(sub.WorkerID)
+		if l.rebuild.Load() || sub.ResumeAfter == nil {
+			// The stream was recreated (reset.go), or holds nothing of this
+			// engine: whatever the replicas hold of it is from elsewhere.
+			// Every replica clears it at the marker, and the engine replays
+			// all it holds.
+			if err := p.publishRebuildMarkers(ctx, sub); err != nil {
+				p.log.Warn("kvrouter: publishing an engine's rebuild marker failed; retrying", "worker_id", sub.WorkerID, "error", err.Error())
+				return
+			}
+			l.rebuild.Store(false)
+			sub.ResumeAfter = replayAll(sub.DPSize)
+		}
 		if _, err := p.sub.Subscribe(sub); err != nil {
 			p.log.Error("kvrouter: subscribing to a leased engine failed", "worker_id", sub.WorkerID, "error", err.Error())
 			return
@@ -202,6 +301,9 @@ func (p *Plane) tend(l *lease) {
 // ranks stopped.
 func (p *Plane) dropLocked(l *lease, why string) int {
 	l.held.Store(false) // first: a publish waiting on NATS gives up
+	if h := l.hold.Swap(nil); h != nil {
+		h.cancel()
+	}
 	n := 0
 	if l.subscribed {
 		n = p.sub.Unsubscribe(l.sub.Model, l.sub.WorkerID)

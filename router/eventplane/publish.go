@@ -3,6 +3,7 @@ package eventplane
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -71,15 +72,21 @@ func (p *Plane) publish(src ingest.Source, data []byte, msgID string) bool {
 	subject := eventSubject(p.opts.Prefix, src)
 	var opts []jetstream.PublishOpt
 	if msgID != "" {
-		opts = append(opts, jetstream.WithMsgID(msgID))
+		// Scoped to the stream's incarnation: after a rebuild (reset.go)
+		// the engine's replay must not be taken for the batches the holder
+		// published to the new stream before it noticed.
+		opts = append(opts, jetstream.WithMsgID(strconv.FormatInt(p.epoch.Load(), 36)+"|"+msgID))
 	}
 	backoff := 50 * time.Millisecond
 	for attempt := 0; ; attempt++ {
-		if !p.holds(src.WorkerID) || p.ctx.Err() != nil {
+		hold := p.holdContext(src.WorkerID)
+		if hold == nil || hold.Err() != nil {
 			p.stats.Dropped.Add(1)
 			return false
 		}
-		ctx, cancel := context.WithTimeout(p.ctx, 5*time.Second)
+		// Ends when the lease does: a holder cut off from NATS stops its
+		// engines at once, not one blocked publish after another.
+		ctx, cancel := context.WithTimeout(hold, 5*time.Second)
 		_, err := p.js.Publish(ctx, subject, data, opts...)
 		cancel()
 		if err == nil {
@@ -92,7 +99,7 @@ func (p *Plane) publish(src ingest.Source, data []byte, msgID string) bool {
 				"subject", subject, "attempt", attempt+1, "error", err.Error())
 		}
 		select {
-		case <-p.ctx.Done():
+		case <-hold.Done():
 		case <-time.After(backoff):
 		}
 		backoff = min(2*backoff, 2*time.Second)

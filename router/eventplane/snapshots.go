@@ -21,6 +21,9 @@ import (
 const (
 	metaStreamSeq = "stream_seq"
 	metaReplica   = "replica"
+	// metaEpoch names the stream the sequence is of (its creation time): a
+	// snapshot of a stream since recreated covers nothing of the new one.
+	metaEpoch = "stream_epoch"
 )
 
 func (p *Plane) snapshotName() string { return "snapshot." + p.opts.ReplicaID }
@@ -45,7 +48,7 @@ func (p *Plane) WriteSnapshot() error { return p.writeSnapshot() }
 func (p *Plane) writeSnapshot() error {
 	start := time.Now()
 	p.applyMu.Lock()
-	seq := p.applied
+	seq, epoch := p.applied, p.epoch.Load()
 	if seq == p.lastSnapSeq && seq != 0 {
 		p.applyMu.Unlock()
 		return nil // nothing new
@@ -56,8 +59,12 @@ func (p *Plane) writeSnapshot() error {
 	if err == nil {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		_, err = p.obj.Put(ctx, jetstream.ObjectMeta{
-			Name:     p.snapshotName(),
-			Metadata: map[string]string{metaStreamSeq: strconv.FormatUint(seq, 10), metaReplica: p.opts.ReplicaID},
+			Name: p.snapshotName(),
+			Metadata: map[string]string{
+				metaStreamSeq: strconv.FormatUint(seq, 10),
+				metaReplica:   p.opts.ReplicaID,
+				metaEpoch:     strconv.FormatInt(epoch, 10),
+			},
 		}, bytes.NewReader(data))
 		cancel()
 	}
@@ -97,6 +104,10 @@ func (p *Plane) restoreNewest() error {
 		seq, err := strconv.ParseUint(in.Metadata[metaStreamSeq], 10, 64)
 		if err != nil {
 			p.log.Warn("kvrouter: a snapshot object without a stream sequence is ignored", "name", in.Name)
+			continue
+		}
+		if e, ok := in.Metadata[metaEpoch]; ok && e != strconv.FormatInt(p.epoch.Load(), 10) {
+			p.log.Warn("kvrouter: a snapshot of an earlier incarnation of the event stream is ignored", "name", in.Name)
 			continue
 		}
 		cands = append(cands, cand{in.Name, seq})
