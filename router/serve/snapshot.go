@@ -17,25 +17,18 @@ func (s *Server) loadSnapshot() {
 	defer s.ready.snapshot.Store(true)
 	path := s.cfg.Snapshot.Path
 	if path == "" {
+		if s.EventPlane() != nil {
+			// The plane restored the fleet's newest snapshot into the index
+			// (New): its workers are this replica's too, leases and all.
+			s.resubscribeRestored()
+		}
 		return
 	}
 	start := time.Now()
 	err := snapshot.Load(path, s.ix)
 	switch {
 	case err == nil:
-		s.mu.Lock()
-		for _, info := range s.ix.Workers() {
-			streams, err := rankStreams(info.Spec, nil)
-			if err != nil {
-				s.log.Error("kvrouter: a restored worker's endpoint is unusable", "worker_id", info.Spec.WorkerID, "error", err)
-				continue
-			}
-			s.endpoints[info.Spec.WorkerID] = streams
-			if err := s.subscribeLocked(info.Spec); err != nil {
-				s.log.Error("kvrouter: resubscribing a restored worker failed", "worker_id", info.Spec.WorkerID, "error", err)
-			}
-		}
-		s.mu.Unlock()
+		s.resubscribeRestored()
 		var blocks uint64
 		for _, sz := range s.ix.Sizes() {
 			blocks += sz.Pairs
@@ -47,6 +40,25 @@ func (s *Server) loadSnapshot() {
 	default:
 		s.log.Error("kvrouter: snapshot unusable; starting with an empty index (it is overwritten at the next write)",
 			"path", path, "error", err, "corrupt", errors.Is(err, snapshot.ErrCorrupt), "foreign", errors.Is(err, snapshot.ErrForeign))
+	}
+}
+
+// resubscribeRestored makes the restored index's workers live: their
+// endpoints known and their engines subscribed (on the event plane: their
+// leases contended for), each rank resuming after its restored seq.
+func (s *Server) resubscribeRestored() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, info := range s.ix.Workers() {
+		streams, err := rankStreams(info.Spec, nil)
+		if err != nil {
+			s.log.Error("kvrouter: a restored worker's endpoint is unusable", "worker_id", info.Spec.WorkerID, "error", err)
+			continue
+		}
+		s.endpoints[info.Spec.WorkerID] = streams
+		if err := s.subscribeLocked(info.Spec); err != nil {
+			s.log.Error("kvrouter: resubscribing a restored worker failed", "worker_id", info.Spec.WorkerID, "error", err)
+		}
 	}
 }
 
