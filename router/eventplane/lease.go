@@ -26,6 +26,7 @@ type lease struct {
 	renewedAt  time.Time // the last successful write
 	target     uint64    // the stream sequence to apply before ingesting
 	subscribed bool
+	deferSince time.Time // when this replica first left the free lease to its preferred replica
 
 	held atomic.Bool // read by the publisher without mu
 	// hold lives while the lease is held: the publisher's requests end
@@ -240,6 +241,10 @@ func (p *Plane) tend(l *lease) {
 		switch {
 		case err == nil:
 			l.rev, l.renewedAt = rev, now
+			if to := p.preferred(l.sub.WorkerID); to != p.opts.ReplicaID {
+				p.handOverLocked(ctx, l, to)
+				return
+			}
 		case isLeaseConflict(err):
 			p.dropLocked(l, "the lease was taken by another replica")
 			return
@@ -250,6 +255,9 @@ func (p *Plane) tend(l *lease) {
 			return // try again next tick
 		}
 	} else {
+		if p.deferLocked(ctx, l, now) {
+			return
+		}
 		rev, err := p.kv.Create(ctx, key, me)
 		if errors.Is(err, jetstream.ErrKeyExists) {
 			// Ours from before a restart under the same replica id?
@@ -297,6 +305,41 @@ func (p *Plane) tend(l *lease) {
 	}
 }
 
+// deferLocked reports whether to leave a lease to the engine's preferred
+// replica (spread.go): while the key is held, and for one TTL after this
+// replica first found it free.
+func (p *Plane) deferLocked(ctx context.Context, l *lease, now time.Time) bool {
+	if p.preferred(l.sub.WorkerID) == p.opts.ReplicaID {
+		l.deferSince = time.Time{}
+		return false
+	}
+	_, err := p.kv.Get(ctx, leaseKey(l.sub.WorkerID))
+	switch {
+	case err == nil: // held (by whom does not matter)
+		l.deferSince = time.Time{}
+		return true
+	case !errors.Is(err, jetstream.ErrKeyNotFound):
+		return true // NATS trouble: try again next tick
+	case l.deferSince.IsZero():
+		l.deferSince = now
+		return true
+	}
+	return now.Sub(l.deferSince) < p.opts.LeaseTTL
+}
+
+// handOverLocked gives a held engine to its preferred replica: it stops
+// ingesting and deletes the key, and the preferred replica takes it on
+// its next tick, resuming after the last seq applied.
+func (p *Plane) handOverLocked(ctx context.Context, l *lease, to string) {
+	p.dropLocked(l, handedOver)
+	_ = p.kv.Delete(ctx, leaseKey(l.sub.WorkerID), jetstream.LastRevision(l.rev))
+	p.stats.HandedOver.Add(1)
+	p.log.Info("kvrouter: engine handed over to its preferred replica", "worker_id", l.sub.WorkerID, "to", to)
+}
+
+// handedOver is dropLocked's reason for a hand-over: not a lost lease.
+const handedOver = "handed over"
+
 // dropLocked stops ingesting an engine whose lease is gone; it returns the
 // ranks stopped.
 func (p *Plane) dropLocked(l *lease, why string) int {
@@ -309,7 +352,7 @@ func (p *Plane) dropLocked(l *lease, why string) int {
 		n = p.sub.Unsubscribe(l.sub.Model, l.sub.WorkerID)
 		l.subscribed = false
 	}
-	if why != "unsubscribed" {
+	if why != "unsubscribed" && why != handedOver {
 		p.stats.LeasesLost.Add(1)
 		p.log.Warn("kvrouter: engine lease lost; another replica ingests it", "worker_id", l.sub.WorkerID, "why", why)
 	}

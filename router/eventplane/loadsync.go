@@ -38,12 +38,14 @@ type loadMsg struct {
 	Rank     uint32
 	Prefill  uint64
 	Blocks   []uint64
+	Wants    []uint64 // heartbeats: the workers the replica registered (spread.go)
 }
 
 // peer is another replica as the heartbeats show it.
 type peer struct {
 	instance string
 	seen     time.Time
+	wants    map[uint64]struct{}
 }
 
 func newInstance() string {
@@ -157,6 +159,9 @@ func (p *Plane) onLoad(m *loadMsg) {
 			p.peers[owner] = pr
 		}
 		pr.instance, pr.seen = m.Instance, time.Now()
+		if m.Op == opHeartbeat {
+			pr.wants = wantSet(m.Wants)
+		}
 	}
 	p.peersMu.Unlock()
 	if rt == nil {
@@ -186,7 +191,7 @@ func (p *Plane) heartbeatLoop() {
 	t := time.NewTicker(p.opts.HeartbeatInterval)
 	defer t.Stop()
 	for {
-		p.sendLoad(&loadMsg{Op: opHeartbeat, Replica: p.opts.ReplicaID, Instance: p.instance})
+		p.sendLoad(&loadMsg{Op: opHeartbeat, Replica: p.opts.ReplicaID, Instance: p.instance, Wants: p.wants()})
 		select {
 		case <-p.ctx.Done():
 			return

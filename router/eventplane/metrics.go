@@ -35,6 +35,7 @@ var counters = []counterOf{
 	{"snapshot_errors_total", "Snapshot writes that failed.", func(s *Stats) uint64 { return s.SnapshotErrors.Load() }},
 	{"remote_requests_total", "Other replicas' requests added to the load.", func(s *Stats) uint64 { return s.RemoteRouted.Load() }},
 	{"load_dropped_total", "Own load changes not sent to the others: the send queue was full.", func(s *Stats) uint64 { return s.LoadDropped.Load() }},
+	{"handed_over_total", "Engine leases released to the engine's preferred replica (rendezvous hashing over the live replicas).", func(s *Stats) uint64 { return s.HandedOver.Load() }},
 	{"resyncs_total", "Stream positions dropped and engines rebuilt: the stream was recreated or its sequence went back.", func(s *Stats) uint64 { return s.Resyncs.Load() }},
 	{"remote_expired_total", "Requests expired because their replica vanished or restarted.", func(s *Stats) uint64 { return s.RemoteExpired.Load() }},
 }
