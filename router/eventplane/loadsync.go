@@ -38,7 +38,8 @@ type loadMsg struct {
 	Rank     uint32
 	Prefill  uint64
 	Blocks   []uint64
-	Wants    []uint64 // heartbeats: the workers the replica registered (spread.go)
+	Wants    []uint64    // heartbeats: the workers the replica registered (spread.go)
+	Conns    []connState // heartbeats: the ranks it ingests, connected or not (connected.go)
 }
 
 // peer is another replica as the heartbeats show it.
@@ -164,6 +165,9 @@ func (p *Plane) onLoad(m *loadMsg) {
 		}
 	}
 	p.peersMu.Unlock()
+	if m.Op == opHeartbeat {
+		p.takeHolderView(m.Conns)
+	}
 	if rt == nil {
 		return
 	}
@@ -191,7 +195,7 @@ func (p *Plane) heartbeatLoop() {
 	t := time.NewTicker(p.opts.HeartbeatInterval)
 	defer t.Stop()
 	for {
-		p.sendLoad(&loadMsg{Op: opHeartbeat, Replica: p.opts.ReplicaID, Instance: p.instance, Wants: p.wants()})
+		p.sendLoad(&loadMsg{Op: opHeartbeat, Replica: p.opts.ReplicaID, Instance: p.instance, Wants: p.wants(), Conns: p.heldConns()})
 		select {
 		case <-p.ctx.Done():
 			return

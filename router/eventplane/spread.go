@@ -25,7 +25,19 @@ func weight(worker uint64, replica string) uint64 {
 	binary.LittleEndian.PutUint64(b[:], worker)
 	_, _ = h.Write(b[:])
 	_, _ = h.Write([]byte(replica))
-	return h.Sum64()
+	return mix64(h.Sum64())
+}
+
+// mix64 spreads FNV's result over all 64 bits (a murmur3-style
+// finalizer): FNV alone orders names that differ in their last byte the
+// same way for every engine.
+func mix64(x uint64) uint64 {
+	x ^= x >> 33
+	x *= 0xff51afd7ed558ccd
+	x ^= x >> 33
+	x *= 0xc4ceb9fe1a85ec53
+	x ^= x >> 33
+	return x
 }
 
 // preferred names the replica that should ingest worker, among this one
