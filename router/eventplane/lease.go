@@ -27,6 +27,7 @@ type lease struct {
 	target     uint64    // the stream sequence to apply before ingesting
 	subscribed bool
 	deferSince time.Time // when this replica first left the free lease to its preferred replica
+	markedAt   time.Time // when this replica last published the engine's rebuild markers
 
 	held atomic.Bool // read by the publisher without mu
 	// hold lives while the lease is held: the publisher's requests end
@@ -35,6 +36,11 @@ type lease struct {
 	// rebuild: the stream was recreated (reset.go) and this engine's
 	// restart marker is not applied yet.
 	rebuild atomic.Bool
+	// nonce scopes the Nats-Msg-Ids this holder publishes for the engine
+	// after its last rebuild (0: none yet): the engine's replay from seq 0
+	// must not be taken for the batches published before, inside
+	// JetStream's duplicate window.
+	nonce atomic.Int64
 }
 
 // scope is a context with its cancel.
@@ -48,16 +54,15 @@ func newScope(parent context.Context) *scope {
 	return &scope{ctx, cancel}
 }
 
-// holdContext is the engine's lease's context while this replica holds
-// it, else nil.
-func (p *Plane) holdContext(worker uint64) *scope {
+// heldLease is the engine's lease while this replica holds it, else nil.
+func (p *Plane) heldLease(worker uint64) *lease {
 	p.leaseMu.Lock()
 	l := p.leases[worker]
 	p.leaseMu.Unlock()
 	if l == nil || !l.held.Load() {
 		return nil
 	}
-	return l.hold.Load()
+	return l
 }
 
 // Subscribe asks for an engine: the replica ingests it while it holds
@@ -78,6 +83,7 @@ func (p *Plane) Subscribe(sub ingest.Subscription) ([]ingest.Source, error) {
 		return nil, fmt.Errorf("eventplane: worker %d is already subscribed", sub.WorkerID)
 	}
 	l := &lease{sub: sub}
+	l.rebuild.Store(p.rebuildAll.Load()) // the stream lost what this replica needs of it
 	p.leases[sub.WorkerID] = l
 	p.leaseMu.Unlock()
 	p.tend(l) // take it now if it is free, rather than a tick later
@@ -288,11 +294,13 @@ func (p *Plane) tend(l *lease) {
 			// engine: whatever the replicas hold of it is from elsewhere.
 			// Every replica clears it at the marker, and the engine replays
 			// all it holds.
-			if err := p.publishRebuildMarkers(ctx, sub); err != nil {
+			l.nonce.Store(now.UnixNano())
+			if err := p.publishRebuildMarkers(ctx, sub, l.nonce.Load()); err != nil {
 				p.log.Warn("kvrouter: publishing an engine's rebuild marker failed; retrying", "worker_id", sub.WorkerID, "error", err.Error())
 				return
 			}
 			l.rebuild.Store(false)
+			l.markedAt = now
 			sub.ResumeAfter = replayAll(sub.DPSize)
 		}
 		if _, err := p.sub.Subscribe(sub); err != nil {

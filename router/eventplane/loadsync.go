@@ -22,6 +22,7 @@ const (
 	opFreed              = loadOp(route.LoadFreed)
 	opHeartbeat   loadOp = 10 // I am here
 	opBye         loadOp = 11 // I am leaving: my requests are gone
+	opRebuild     loadOp = 12 // holders of Wants' engines: rebuild them from the engines (rebuild.go)
 )
 
 // loadMsg is one load-sync message on <prefix>.load.<replica>, NATS core
@@ -165,8 +166,11 @@ func (p *Plane) onLoad(m *loadMsg) {
 		}
 	}
 	p.peersMu.Unlock()
-	if m.Op == opHeartbeat {
+	switch m.Op {
+	case opHeartbeat:
 		p.takeHolderView(m.Conns)
+	case opRebuild:
+		p.onRebuildRequest(m.Replica, m.Wants)
 	}
 	if rt == nil {
 		return

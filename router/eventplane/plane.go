@@ -61,10 +61,15 @@ type Plane struct {
 	readyWhy atomic.Pointer[string]
 
 	// The ingest side.
-	sub      *ingest.Subscriber
-	leaseMu  sync.Mutex
-	leases   map[uint64]*lease
-	kick     chan struct{}         // runs the lease loop now
+	sub     *ingest.Subscriber
+	leaseMu sync.Mutex
+	leases  map[uint64]*lease
+	kick    chan struct{} // runs the lease loop now
+	// rebuildAll: the stream lost messages this replica needed (retention):
+	// every engine it registers is rebuilt from the engine (rebuild.go).
+	rebuildAll    atomic.Bool
+	lastRebuildRq time.Time // readinessLoop's: when it last asked the holders
+
 	conn     atomic.Pointer[scope] // the NATS connection's life (lease.go)
 	pubMu    sync.Mutex
 	pubLast  map[seqKey]uint64
@@ -265,7 +270,8 @@ func (p *Plane) readinessLoop() {
 		case applied < target:
 			p.setNotReady(fmt.Sprintf("catching up: applied stream sequence %d of %d", applied, target))
 		case pending > 0:
-			p.setNotReady(fmt.Sprintf("rebuilding %d engines from the engines: the event stream was recreated", pending))
+			p.setNotReady(fmt.Sprintf("rebuilding %d engines from the engines: the event stream lost or dropped what this replica applied", pending))
+			p.askRebuilds()
 		default:
 			p.ready.Store(true)
 		}

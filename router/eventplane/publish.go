@@ -70,19 +70,24 @@ func (pb *publisher) HandleStream(src ingest.Source, ev ingest.StreamEvent) {
 // replays from the last seq applied.
 func (p *Plane) publish(src ingest.Source, data []byte, msgID string) bool {
 	subject := eventSubject(p.opts.Prefix, src)
-	var opts []jetstream.PublishOpt
-	if msgID != "" {
-		// Scoped to the stream's incarnation: after a rebuild (reset.go)
-		// the engine's replay must not be taken for the batches the holder
-		// published to the new stream before it noticed.
-		opts = append(opts, jetstream.WithMsgID(strconv.FormatInt(p.epoch.Load(), 36)+"|"+msgID))
-	}
 	backoff := 50 * time.Millisecond
 	for attempt := 0; ; attempt++ {
-		hold := p.holdContext(src.WorkerID)
+		l := p.heldLease(src.WorkerID)
+		var hold *scope
+		if l != nil {
+			hold = l.hold.Load()
+		}
 		if hold == nil || hold.Err() != nil {
 			p.stats.Dropped.Add(1)
 			return false
+		}
+		var opts []jetstream.PublishOpt
+		if msgID != "" {
+			// Scoped to the stream's incarnation and the engine's last
+			// rebuild (reset.go, rebuild.go): the engine's replay from seq 0
+			// must not be taken for the batches published before it.
+			scope := strconv.FormatInt(p.epoch.Load(), 36) + "|" + strconv.FormatInt(l.nonce.Load(), 36) + "|"
+			opts = append(opts, jetstream.WithMsgID(scope+msgID))
 		}
 		// Ends when the lease does: a holder cut off from NATS stops its
 		// engines at once, not one blocked publish after another.

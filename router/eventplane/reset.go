@@ -136,7 +136,7 @@ func (p *Plane) rebuildsPending() int {
 // publishRebuildMarkers puts a restart marker per rank of the holder's
 // engine on the stream, once, without retrying (tend tries again on the
 // next tick): every replica clears the ranks when it applies them.
-func (p *Plane) publishRebuildMarkers(ctx context.Context, sub ingest.Subscription) error {
+func (p *Plane) publishRebuildMarkers(ctx context.Context, sub ingest.Subscription, nonce int64) error {
 	for r := range uint32(max(sub.DPSize, 1)) {
 		ep, err := ingest.RankEndpoint(sub.Endpoint, r)
 		if err != nil {
@@ -147,7 +147,7 @@ func (p *Plane) publishRebuildMarkers(ctx context.Context, sub ingest.Subscripti
 		if err != nil {
 			return err
 		}
-		id := rebuildMsgID(src, p.epoch.Load())
+		id := rebuildMsgID(src, p.epoch.Load(), nonce)
 		if _, err := p.js.Publish(ctx, eventSubject(p.opts.Prefix, src), data, jetstream.WithMsgID(id)); err != nil {
 			return fmt.Errorf("eventplane: rebuild marker of worker %d rank %d: %w", sub.WorkerID, r, err)
 		}

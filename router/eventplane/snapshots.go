@@ -179,14 +179,18 @@ func seqsOf(s indexer.Saved) map[seqKey]seqState {
 	return out
 }
 
-// checkRetention warns when the stream no longer holds the messages right
+// checkRetention handles a stream that no longer holds the messages right
 // after the snapshot: they aged out (the snapshot interval is not well
-// below the stream's max age), and the engines they came from are only
-// as exact as what followed.
+// below the stream's max age, or the byte limit holds less than one
+// interval of events). The index would have a silent hole: instead every
+// engine this replica registers is rebuilt from the engine (rebuild.go),
+// and the replica is not ready until it is.
 func (p *Plane) checkRetention(snapSeq, firstSeq uint64) {
 	if firstSeq > snapSeq+1 {
-		p.log.Warn("kvrouter: the event stream no longer holds every message after the snapshot: they aged out; "+
-			"keep the snapshot interval well below the stream's max age",
+		p.log.Error("kvrouter: the event stream no longer holds every message after the snapshot: they aged out; "+
+			"rebuilding every engine from the engines (not ready until then); "+
+			"keep the snapshot interval well below the stream's max age, and the byte limit above one interval of events",
 			"snapshot_seq", snapSeq, "stream_first_seq", firstSeq, "lost_messages", firstSeq-snapSeq-1)
+		p.rebuildAll.Store(true)
 	}
 }
