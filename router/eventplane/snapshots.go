@@ -57,7 +57,10 @@ func (p *Plane) writeSnapshot() error {
 	p.applyMu.Unlock()
 	data, err := snapshot.Encode(saved)
 	if err == nil {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		// The object store writes it in chunks; the deadline only catches a
+		// stalled transfer, so it grows with the snapshot (a fixed 5 s could
+		// never write a fleet-sized index).
+		ctx, cancel := context.WithTimeout(context.Background(), transferTimeout(int64(len(data))))
 		_, err = p.obj.Put(ctx, jetstream.ObjectMeta{
 			Name: p.snapshotName(),
 			Metadata: map[string]string{
@@ -89,6 +92,10 @@ func (p *Plane) restoreNewest() error {
 	ctx, cancel := context.WithTimeout(p.ctx, 60*time.Second)
 	defer cancel()
 	infos, err := p.obj.List(ctx)
+	sizes := map[string]uint64{}
+	for _, in := range infos {
+		sizes[in.Name] = in.Size
+	}
 	if err != nil && !errors.Is(err, jetstream.ErrNoObjectsFound) {
 		return fmt.Errorf("eventplane: listing snapshots: %w", err)
 	}
@@ -128,7 +135,7 @@ func (p *Plane) restoreNewest() error {
 				"name", c.name, "stream_seq", c.seq, "stream_last_seq", info.State.LastSeq)
 			continue
 		}
-		if err := p.loadSnapshot(ctx, c.name, c.seq); err != nil {
+		if err := p.loadSnapshot(c.name, c.seq, sizes[c.name]); err != nil {
 			p.log.Error("kvrouter: snapshot unusable; trying an older one", "name", c.name, "error", err.Error())
 			continue
 		}
@@ -140,8 +147,10 @@ func (p *Plane) restoreNewest() error {
 	return nil
 }
 
-func (p *Plane) loadSnapshot(ctx context.Context, name string, seq uint64) error {
+func (p *Plane) loadSnapshot(name string, seq, size uint64) error {
 	start := time.Now()
+	ctx, cancel := context.WithTimeout(p.ctx, transferTimeout(int64(min(size, 1<<62))))
+	defer cancel()
 	data, err := p.obj.GetBytes(ctx, name)
 	if err != nil {
 		return fmt.Errorf("reading %s: %w", name, err)
@@ -161,6 +170,15 @@ func (p *Plane) loadSnapshot(ctx context.Context, name string, seq uint64) error
 	p.log.Info("kvrouter: snapshot restored from the event plane; consuming the stream after it",
 		"name", name, "stream_seq", seq, "workers", len(saved.Workers), "took", time.Since(start).String())
 	return nil
+}
+
+// minTransferRate is the slowest snapshot transfer taken for alive: a
+// snapshot of n bytes gets 10 s plus n at this rate before its write or
+// read is given up as stalled.
+const minTransferRate = 4 << 20 // bytes/s
+
+func transferTimeout(n int64) time.Duration {
+	return 10*time.Second + time.Duration(n/minTransferRate+1)*time.Second
 }
 
 // seqsOf rebuilds the de-duplication state from a snapshot's ranks: the
