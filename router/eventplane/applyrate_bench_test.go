@@ -13,6 +13,7 @@ import (
 	"github.com/kvhash/kvhash/router/indexer"
 	"github.com/kvhash/kvhash/router/ingest"
 	"github.com/kvhash/kvhash/router/ingest/ingesttest"
+	"github.com/kvhash/kvhash/router/snapshot"
 )
 
 // applyRateBatches are engine batches (8 stores of 16 blocks, as vLLM's
@@ -133,6 +134,42 @@ func BenchmarkApplyRate(b *testing.B) {
 		}
 		reportRates(b, float64(b.N*blocks), ixTime, planeTime)
 	})
+}
+
+// BenchmarkSnapshotCost: what a replica's snapshot of the same batches
+// costs per block: the Export (the apply loop pauses meanwhile), the
+// encoding, and the bytes written to the object store.
+func BenchmarkSnapshotCost(b *testing.B) {
+	const perEngine = 1000
+	srcs, batches, _ := applyRateBatches(b, perEngine)
+	ix := applyRateIndexer(b)
+	for i, bt := range batches {
+		ix.HandleBatch(srcs[i], bt)
+	}
+	var blocks uint64
+	for _, sz := range ix.Sizes() {
+		blocks += sz.Pairs
+	}
+	var exportT, encodeT time.Duration
+	size := 0
+	b.ResetTimer()
+	for range b.N {
+		start := time.Now()
+		saved := ix.Export()
+		exportT += time.Since(start)
+		start = time.Now()
+		data, err := snapshot.Encode(saved)
+		encodeT += time.Since(start)
+		require.NoError(b, err)
+		size = len(data)
+	}
+	b.StopTimer()
+	n := float64(b.N) * float64(blocks)
+	b.ReportMetric(float64(blocks), "blocks")
+	b.ReportMetric(float64(exportT.Nanoseconds())/n, "export_ns/block")
+	b.ReportMetric(float64(encodeT.Nanoseconds())/n, "encode_ns/block")
+	b.ReportMetric(float64(size)/float64(blocks), "snapshot_bytes/block")
+	b.ReportMetric(0, "ns/op")
 }
 
 func reportRates(b *testing.B, blocks float64, ixTime, planeTime time.Duration) {

@@ -43,7 +43,8 @@ type Plane struct {
 	loops  sync.WaitGroup
 
 	// The apply side: applyMu is held while one stream message is applied
-	// and while a snapshot is taken, so a snapshot and its sequence agree.
+	// (a snapshot reads its sequence under it, then exports without it:
+	// snapshots.go).
 	applyMu     sync.Mutex
 	applied     uint64              // the last stream sequence applied
 	seqs        map[seqKey]seqState // per engine stream: the last seq applied

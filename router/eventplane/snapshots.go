@@ -53,8 +53,15 @@ func (p *Plane) writeSnapshot() error {
 		p.applyMu.Unlock()
 		return nil // nothing new
 	}
-	saved := p.ix.Export()
 	p.applyMu.Unlock()
+	// Exported while the stream is applied on: the apply loop does not
+	// pause for it (the indexer locks one model's ranks at a time while it
+	// dumps that model). The export is at or after seq, rank by rank, and
+	// each rank's state matches its last seq; a replica restoring it
+	// applies the stream from seq+1, and what the export already holds is
+	// skipped by engine seq (seqsOf), while a restart or rebuild marker
+	// in between clears the rank and the batches after it rebuild it.
+	saved := p.ix.Export()
 	data, err := snapshot.Encode(saved)
 	if err == nil {
 		// The object store writes it in chunks; the deadline only catches a
