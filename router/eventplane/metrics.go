@@ -1,6 +1,8 @@
 package eventplane
 
 import (
+	"time"
+
 	"github.com/prometheus/client_golang/prometheus"
 )
 
@@ -59,5 +61,7 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(c.desc("ready", "1 while connected to NATS and caught up on the stream."), prometheus.GaugeValue, r)
 	ch <- prometheus.MustNewConstMetric(c.desc("applied_stream_seq", "The last stream sequence applied."), prometheus.GaugeValue, float64(c.p.appliedSeq.Load()))
 	ch <- prometheus.MustNewConstMetric(c.desc("leases_held", "Engines this replica ingests."), prometheus.GaugeValue, float64(len(c.p.Holding())))
+	ch <- prometheus.MustNewConstMetric(c.desc("stream_span_seconds", "The time the event stream's messages span, at the last snapshot: keep it above a few snapshot intervals."),
+		prometheus.GaugeValue, time.Duration(c.p.streamSpan.Load()).Seconds())
 	ch <- prometheus.MustNewConstMetric(c.desc("peers", "Other replicas heard from within the replica timeout."), prometheus.GaugeValue, float64(len(c.p.Peers())))
 }

@@ -69,7 +69,8 @@ type Plane struct {
 	// rebuildAll: the stream lost messages this replica needed (retention):
 	// every engine it registers is rebuilt from the engine (rebuild.go).
 	rebuildAll    atomic.Bool
-	lastRebuildRq time.Time // readinessLoop's: when it last asked the holders
+	lastRebuildRq time.Time    // readinessLoop's: when it last asked the holders
+	streamSpan    atomic.Int64 // the time the stream's messages span, at the last snapshot (retention.go)
 
 	conn     atomic.Pointer[scope] // the NATS connection's life (lease.go)
 	pubMu    sync.Mutex

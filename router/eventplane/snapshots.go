@@ -36,7 +36,9 @@ func (p *Plane) snapshotLoop() {
 		case <-p.ctx.Done():
 			return
 		case <-t.C:
-			_ = p.writeSnapshot() // logged and counted
+			if p.writeSnapshot() == nil { // else logged and counted
+				p.checkRetentionSpan()
+			}
 		}
 	}
 }
