@@ -286,14 +286,22 @@ func (p *Plane) tend(l *lease) {
 		p.log.Info("kvrouter: engine lease taken; ingesting it once caught up", "worker_id", l.sub.WorkerID,
 			"model", l.sub.Model, "stream_seq", l.target)
 	}
-	if !l.subscribed && p.appliedSeq.Load() >= l.target {
+	if l.subscribed && l.rebuild.Load() {
+		// To be rebuilt (reset.go, rebuild.go): the subscription starts
+		// again below, after the markers, from seq 0.
+		p.sub.Unsubscribe(l.sub.Model, l.sub.WorkerID)
+		l.subscribed = false
+	}
+	// A rebuild does not wait for the stream position: its markers clear
+	// what came before, wherever the replicas stand.
+	if !l.subscribed && (l.rebuild.Load() || p.appliedSeq.Load() >= l.target) {
 		sub := l.sub
 		sub.ResumeAfter = p.resumeAfter(sub.WorkerID)
-		if l.rebuild.Load() || sub.ResumeAfter == nil {
-			// The stream was recreated (reset.go), or holds nothing of this
-			// engine: whatever the replicas hold of it is from elsewhere.
-			// Every replica clears it at the marker, and the engine replays
-			// all it holds.
+		if l.rebuild.Load() {
+			// The stream was recreated (reset.go), lost what this replica
+			// needed, or another replica asked (rebuild.go): every replica
+			// clears the engine at the marker, and the engine replays all it
+			// holds.
 			l.nonce.Store(now.UnixNano())
 			if err := p.publishRebuildMarkers(ctx, sub, l.nonce.Load()); err != nil {
 				p.log.Warn("kvrouter: publishing an engine's rebuild marker failed; retrying", "worker_id", sub.WorkerID, "error", err.Error())

@@ -46,11 +46,8 @@ func (p *Plane) onRebuildRequest(from string, workers []uint64) {
 			continue
 		}
 		l.mu.Lock()
-		if l.held.Load() && l.subscribed && time.Since(l.markedAt) >= p.opts.LeaseTTL {
-			l.rebuild.Store(true)
-			p.sub.Unsubscribe(l.sub.Model, l.sub.WorkerID)
-			l.subscribed = false
-			n++
+		if l.held.Load() && time.Since(l.markedAt) >= p.opts.LeaseTTL && !l.rebuild.Swap(true) {
+			n++ // tend rebuilds it (lease.go)
 		}
 		l.mu.Unlock()
 	}

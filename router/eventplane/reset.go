@@ -95,17 +95,9 @@ func (p *Plane) resync(info *jetstream.StreamInfo, why string) error {
 		p.epoch.Store(0) // the next tick tries again
 		return err
 	}
-	// What the holders ingest now goes on the new stream from the rebuild
-	// on: stop their engines' subscriptions; tend resubscribes from seq 0.
-	for _, l := range leases {
-		l.mu.Lock()
-		if l.subscribed {
-			p.sub.Unsubscribe(l.sub.Model, l.sub.WorkerID)
-			l.subscribed = false
-		}
-		l.target = 0
-		l.mu.Unlock()
-	}
+	// The holders' tend stops each engine's subscription and starts it
+	// again from seq 0 after the markers (lease.go): not here, where a
+	// tend in progress would be undone.
 	p.kickLeases()
 	return nil
 }
