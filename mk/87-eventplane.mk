@@ -19,3 +19,4 @@ bench-eventplane:
 fuzz-eventplane:
 	$(GO) test -run '^$$' -fuzz '^FuzzDecode$$' -fuzztime 10s ./router/eventplane
 	$(GO) test -run '^$$' -fuzz '^FuzzDecodeLoad$$' -fuzztime 10s ./router/eventplane
+	$(GO) test -run '^$$' -fuzz '^FuzzDecodeFleet$$' -fuzztime 10s ./router/eventplane

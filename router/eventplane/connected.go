@@ -8,8 +8,9 @@ import (
 // that ingests it. Its connects and disconnects go on the stream, but a
 // replica that restored a snapshot taken after them, or that missed the
 // last one when a holder died, would report another view than the
-// holder's. So each holder's heartbeat carries its view of the ranks it
-// ingests, and every other replica takes it.
+// holder's. So each holder's holdings message (fleet.go, sent with every
+// heartbeat) carries its view of the ranks it ingests, and every other
+// replica takes it.
 
 // connState is one rank's connection as its holder sees it.
 type connState struct {

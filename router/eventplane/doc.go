@@ -43,8 +43,9 @@
 // Route decisions, prefill-done and free go out on NATS core subjects
 // with the replica's heartbeat (loadsync.go); every replica adds the
 // others' requests to its router's load, and expires the requests of a
-// replica whose heartbeat stopped. Heartbeats also say which engines a
-// replica registered (for the spread) and, for those it ingests, whether
-// their streams are connected (connected.go: every replica reports the
-// holder's view).
+// replica whose heartbeat stopped. With each heartbeat goes a holdings
+// message on a fleet subject of its own (fleet.go): the engines a replica
+// registered (for the spread) and, for those it ingests, whether their
+// streams are connected (connected.go: every replica reports the
+// holder's view). Rebuild requests go there too (rebuild.go).
 package eventplane

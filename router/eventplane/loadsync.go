@@ -22,7 +22,6 @@ const (
 	opFreed              = loadOp(route.LoadFreed)
 	opHeartbeat   loadOp = 10 // I am here
 	opBye         loadOp = 11 // I am leaving: my requests are gone
-	opRebuild     loadOp = 12 // holders of Wants' engines: rebuild them from the engines (rebuild.go)
 )
 
 // loadMsg is one load-sync message on <prefix>.load.<replica>, NATS core
@@ -39,15 +38,12 @@ type loadMsg struct {
 	Rank     uint32
 	Prefill  uint64
 	Blocks   []uint64
-	Wants    []uint64    // heartbeats: the workers the replica registered (spread.go)
-	Conns    []connState // heartbeats: the ranks it ingests, connected or not (connected.go)
 }
 
 // peer is another replica as the heartbeats show it.
 type peer struct {
 	instance string
 	seen     time.Time
-	wants    map[uint64]struct{}
 }
 
 func newInstance() string {
@@ -155,23 +151,15 @@ func (p *Plane) onLoad(m *loadMsg) {
 	restarted := pr != nil && pr.instance != m.Instance
 	if m.Op == opBye {
 		delete(p.peers, owner)
+		delete(p.holdings, owner)
 	} else {
 		if pr == nil {
 			pr = &peer{}
 			p.peers[owner] = pr
 		}
 		pr.instance, pr.seen = m.Instance, time.Now()
-		if m.Op == opHeartbeat {
-			pr.wants = wantSet(m.Wants)
-		}
 	}
 	p.peersMu.Unlock()
-	switch m.Op {
-	case opHeartbeat:
-		p.takeHolderView(m.Conns)
-	case opRebuild:
-		p.onRebuildRequest(m.Replica, m.Wants)
-	}
 	if rt == nil {
 		return
 	}
@@ -199,7 +187,8 @@ func (p *Plane) heartbeatLoop() {
 	t := time.NewTicker(p.opts.HeartbeatInterval)
 	defer t.Stop()
 	for {
-		p.sendLoad(&loadMsg{Op: opHeartbeat, Replica: p.opts.ReplicaID, Instance: p.instance, Wants: p.wants(), Conns: p.heldConns()})
+		p.sendLoad(&loadMsg{Op: opHeartbeat, Replica: p.opts.ReplicaID, Instance: p.instance})
+		p.sendFleet(&fleetMsg{Op: fleetHoldings, Replica: p.opts.ReplicaID, Workers: p.wants(), Conns: p.heldConns()})
 		select {
 		case <-p.ctx.Done():
 			return

@@ -83,6 +83,8 @@ type Plane struct {
 	instance string
 	peersMu  sync.Mutex
 	peers    map[string]*peer
+	holdings map[string]*peerHoldings // by replica, from fleet messages (fleet.go); under peersMu
+	fleetSub *nats.Subscription
 	loadSub  *nats.Subscription
 	loadOut  chan loadMsg // the router's changes, to loadSender
 }
@@ -100,7 +102,7 @@ func New(opts Options, ix *indexer.Indexer) (*Plane, error) {
 	p := &Plane{
 		opts: opts, log: opts.Logger.With("replica", opts.ReplicaID), ix: ix,
 		seqs: map[seqKey]seqState{}, leases: map[uint64]*lease{}, pubLast: map[seqKey]uint64{},
-		peers: map[string]*peer{}, instance: newInstance(), kick: make(chan struct{}, 1),
+		peers: map[string]*peer{}, holdings: map[string]*peerHoldings{}, instance: newInstance(), kick: make(chan struct{}, 1),
 	}
 	p.setNotReady("starting")
 	p.ctx, p.cancel = context.WithCancel(context.Background())
@@ -140,6 +142,9 @@ func New(opts Options, ix *indexer.Indexer) (*Plane, error) {
 	}
 	p.sub = sub
 	if err := p.startConsumer(); err != nil {
+		return nil, err
+	}
+	if err := p.startFleetSync(); err != nil {
 		return nil, err
 	}
 	if err := p.startLoadSync(); err != nil {

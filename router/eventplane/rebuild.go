@@ -7,7 +7,7 @@ import (
 // A replica whose index has a hole the stream can no longer fill (the
 // messages after its snapshot aged out) cannot rebuild the engines it
 // does not ingest by itself: their holders must. It asks them on the
-// load-sync subject (opRebuild, with the engines) every lease TTL until
+// fleet subject (fleetRebuild, with the engines: fleet.go) every lease TTL until
 // it has applied each engine's restart marker; a holder asked publishes
 // the markers and has the engine replay everything from seq 0 (as after
 // a stream reset, reset.go). Every replica clears and rebuilds those
@@ -30,7 +30,7 @@ func (p *Plane) askRebuilds() {
 	}
 	p.lastRebuildRq = time.Now()
 	p.log.Info("kvrouter: asking the holders to rebuild engines from the engines", "workers", len(workers))
-	p.sendLoad(&loadMsg{Op: opRebuild, Replica: p.opts.ReplicaID, Instance: p.instance, Wants: workers})
+	p.sendFleet(&fleetMsg{Op: fleetRebuild, Replica: p.opts.ReplicaID, Workers: workers})
 }
 
 // onRebuildRequest rebuilds the engines asked for that this replica

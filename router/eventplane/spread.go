@@ -9,10 +9,10 @@ import (
 
 // Leases are spread over the live replicas by rendezvous hashing: each
 // engine has a preferred replica, the one with the highest weight(worker,
-// replica) among this replica and the peers whose heartbeats say they
-// registered the engine. The preferred replica takes a free lease at
-// once; the others leave it to it for one TTL (then take it: the
-// preferred one may be unable to). A holder that is not the preferred
+// replica) among this replica and the peers whose holdings messages
+// (fleet.go) say they registered the engine. The preferred replica takes
+// a free lease at once; the others leave it to it for one TTL (then take
+// it: the preferred one may be unable to). A holder that is not the preferred
 // replica hands the engine over (releases its lease) as soon as it hears
 // the preferred one, so a replica that joins takes its share, and a
 // replica's crash moves only its own engines.
@@ -44,13 +44,13 @@ func mix64(x uint64) uint64 {
 // and the live peers that registered it.
 func (p *Plane) preferred(worker uint64) string {
 	best, bw := p.opts.ReplicaID, weight(worker, p.opts.ReplicaID)
-	// A peer that missed three heartbeats is likely gone: an engine is not
+	// A replica that missed three heartbeats is likely gone: an engine is not
 	// left to it while the others wait for the replica timeout.
 	fresh := time.Now().Add(-3 * p.opts.HeartbeatInterval)
 	p.peersMu.Lock()
 	defer p.peersMu.Unlock()
-	for name, pr := range p.peers {
-		if _, ok := pr.wants[worker]; !ok || pr.seen.Before(fresh) {
+	for name, h := range p.holdings {
+		if _, ok := h.wants[worker]; !ok || h.seen.Before(fresh) {
 			continue
 		}
 		if w := weight(worker, name); w > bw || w == bw && name > best {
@@ -60,8 +60,9 @@ func (p *Plane) preferred(worker uint64) string {
 	return best
 }
 
-// wants lists the workers this replica registered (its heartbeat says so:
-// an engine is handed over only to a replica that can ingest it).
+// wants lists the workers this replica registered (its holdings message
+// says so, fleet.go: an engine is handed over only to a replica that can
+// ingest it).
 func (p *Plane) wants() []uint64 {
 	ls := p.leaseList()
 	out := make([]uint64, 0, len(ls))
