@@ -93,6 +93,7 @@ func newFlagSet(name string, c *Config, p *Parsed, out io.Writer) *flag.FlagSet 
 	fs.DurationVar(&c.NATS.LeaseTTL, "nats-lease-ttl", c.NATS.LeaseTTL, "an engine's ingest lease expires after this without renewal (0: 5s)")
 	fs.DurationVar(&c.NATS.ReplicaTimeout, "nats-replica-timeout", c.NATS.ReplicaTimeout, "a replica silent this long has its requests expired (0: 5s)")
 	fs.IntVar(&c.NATS.StreamReplicas, "nats-stream-replicas", c.NATS.StreamReplicas, "JetStream replication of the stream and buckets in a NATS cluster (0: 1)")
+	fs.Var(listFlag{&c.NATS.Models}, "nats-models", "comma-separated models this replica applies and ingests, one partition of the fleet (empty: every model)")
 	fs.Var(workerFlag{&c.Workers}, "worker", "register a worker: id=1,model=M,endpoint=tcp://h:5557[,replay_endpoint=...][,dp_size=N][,topic=T][,tenant=T][,base_url=U][,engine_hash=H] (repeatable)")
 	return fs
 }

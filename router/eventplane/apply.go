@@ -29,7 +29,7 @@ type seqState struct {
 // be stopped first.
 func (p *Plane) startConsumer() error {
 	gen := p.consumerGen
-	cfg := jetstream.OrderedConsumerConfig{FilterSubjects: []string{p.opts.eventsFilter()}}
+	cfg := jetstream.OrderedConsumerConfig{FilterSubjects: p.eventFilters()}
 	if p.applied > 0 {
 		cfg.DeliverPolicy = jetstream.DeliverByStartSequencePolicy
 		cfg.OptStartSeq = p.applied + 1

@@ -77,6 +77,12 @@ func (p *Plane) Subscribe(sub ingest.Subscription) ([]ingest.Source, error) {
 		}
 		srcs = append(srcs, ingest.Source{Model: sub.Model, WorkerID: sub.WorkerID, DPRank: r, Endpoint: ep, Topic: sub.Topic})
 	}
+	if !p.inPartition(sub.Model) {
+		// Another partition's model: its replicas ingest it.
+		p.log.Info("kvrouter: worker of a model outside this replica's partition; its replicas ingest it",
+			"worker_id", sub.WorkerID, "model", sub.Model, "partition", p.opts.Models)
+		return srcs, nil
+	}
 	p.leaseMu.Lock()
 	if _, dup := p.leases[sub.WorkerID]; dup {
 		p.leaseMu.Unlock()
@@ -275,11 +281,15 @@ func (p *Plane) tend(l *lease) {
 			return // held by another replica, or NATS is unreachable
 		}
 		info, err := p.stream.Info(ctx)
+		var last uint64
+		if err == nil {
+			last, err = p.lastSeq(ctx, info)
+		}
 		if err != nil {
 			_ = p.kv.Delete(ctx, key, jetstream.LastRevision(rev))
 			return
 		}
-		l.rev, l.renewedAt, l.target = rev, now, info.State.LastSeq
+		l.rev, l.renewedAt, l.target = rev, now, last
 		l.hold.Store(newScope(p.ctx))
 		l.held.Store(true)
 		p.stats.LeasesTaken.Add(1)

@@ -265,6 +265,10 @@ func (p *Plane) readinessLoop() {
 		}
 		ctx, cancel := context.WithTimeout(p.ctx, 5*time.Second)
 		info, resynced, err := p.checkStream(ctx)
+		var last uint64
+		if err == nil {
+			last, err = p.lastSeq(ctx, info)
+		}
 		cancel()
 		if err != nil {
 			p.setNotReady("cannot read the event stream: " + err.Error())
@@ -282,7 +286,7 @@ func (p *Plane) readinessLoop() {
 		default:
 			p.ready.Store(true)
 		}
-		target, haveTarget = info.State.LastSeq, true
+		target, haveTarget = last, true
 	}
 }
 

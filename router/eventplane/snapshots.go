@@ -24,6 +24,8 @@ const (
 	// metaEpoch names the stream the sequence is of (its creation time): a
 	// snapshot of a stream since recreated covers nothing of the new one.
 	metaEpoch = "stream_epoch"
+	// metaPartition: the models the snapshot holds ("" = every model).
+	metaPartition = "partition"
 )
 
 func (p *Plane) snapshotName() string { return "snapshot." + p.opts.ReplicaID }
@@ -76,6 +78,7 @@ func (p *Plane) writeSnapshot() error {
 				metaStreamSeq: strconv.FormatUint(seq, 10),
 				metaReplica:   p.opts.ReplicaID,
 				metaEpoch:     strconv.FormatInt(epoch, 10),
+				metaPartition: p.partitionName(),
 			},
 		}, bytes.NewReader(data))
 		cancel()
@@ -121,6 +124,9 @@ func (p *Plane) restoreNewest() error {
 		if err != nil {
 			p.log.Warn("kvrouter: a snapshot object without a stream sequence is ignored", "name", in.Name)
 			continue
+		}
+		if in.Metadata[metaPartition] != p.partitionName() {
+			continue // another partition's: other models
 		}
 		if e, ok := in.Metadata[metaEpoch]; ok && e != strconv.FormatInt(p.epoch.Load(), 10) {
 			p.log.Warn("kvrouter: a snapshot of an earlier incarnation of the event stream is ignored", "name", in.Name)
