@@ -22,6 +22,9 @@
 // handed over to an engine's preferred replica when it joins (spread.go).
 // A holder cut off from NATS stops ingesting every engine at once.
 //
+// A replica may apply only some models (Options.Models): partitions of
+// the fleet divide its event rate (partition.go).
+//
 // # Shared settings, and a stream that starts over
 //
 // The stream and buckets are created if missing and never rewritten: the
