@@ -28,6 +28,8 @@ type lease struct {
 	subscribed bool
 	deferSince time.Time // when this replica first left the free lease to its preferred replica
 	markedAt   time.Time // when this replica last published the engine's rebuild markers
+	handedAt   time.Time // when this replica last handed the engine over (spread.go)
+	keepUntil  time.Time // no hand-over before: the last one came back untaken
 
 	held atomic.Bool // read by the publisher without mu
 	// hold lives while the lease is held: the publisher's requests end
@@ -253,7 +255,7 @@ func (p *Plane) tend(l *lease) {
 		switch {
 		case err == nil:
 			l.rev, l.renewedAt = rev, now
-			if to := p.preferred(l.sub.WorkerID); to != p.opts.ReplicaID {
+			if to := p.preferred(l.sub.WorkerID); to != p.opts.ReplicaID && now.After(l.keepUntil) {
 				p.handOverLocked(ctx, l, to)
 				return
 			}
@@ -290,6 +292,14 @@ func (p *Plane) tend(l *lease) {
 			return
 		}
 		l.rev, l.renewedAt, l.target = rev, now, last
+		if !l.handedAt.IsZero() && now.Sub(l.handedAt) < 3*p.opts.LeaseTTL {
+			// Handed over and back untaken: the preferred replica hears the
+			// fleet but cannot take leases. Keep the engine a while rather
+			// than leave it unread every other TTL.
+			l.keepUntil = now.Add(handOverBackoff * p.opts.LeaseTTL)
+			p.log.Warn("kvrouter: an engine handed over came back untaken; keeping it a while",
+				"worker_id", l.sub.WorkerID, "for", (handOverBackoff * p.opts.LeaseTTL).String())
+		}
 		l.hold.Store(newScope(p.ctx))
 		l.held.Store(true)
 		p.stats.LeasesTaken.Add(1)
@@ -357,11 +367,16 @@ func (p *Plane) deferLocked(ctx context.Context, l *lease, now time.Time) bool {
 // ingesting and deletes the key, and the preferred replica takes it on
 // its next tick, resuming after the last seq applied.
 func (p *Plane) handOverLocked(ctx context.Context, l *lease, to string) {
+	l.handedAt = time.Now()
 	p.dropLocked(l, handedOver)
 	_ = p.kv.Delete(ctx, leaseKey(l.sub.WorkerID), jetstream.LastRevision(l.rev))
 	p.stats.HandedOver.Add(1)
 	p.log.Info("kvrouter: engine handed over to its preferred replica", "worker_id", l.sub.WorkerID, "to", to)
 }
+
+// handOverBackoff: in lease TTLs, how long a holder keeps an engine whose
+// hand-over came back untaken.
+const handOverBackoff = 20
 
 // handedOver is dropLocked's reason for a hand-over: not a lost lease.
 const handedOver = "handed over"
