@@ -116,6 +116,7 @@ func newFlagSet(name string, c *Config, p *Parsed, out io.Writer) *flag.FlagSet 
 	fs.IntVar(&c.EPP.MaxInFlightPerWorker, "epp-max-in-flight", c.EPP.MaxInFlightPerWorker, "picker: 429 when every eligible worker has this many requests in flight (0: never)")
 	fs.IntVar(&c.EPP.Fallbacks, "epp-fallbacks", c.EPP.Fallbacks, "picker: endpoints after the pick in x-gateway-destination-endpoint, next cheapest first")
 	proxyFlags(fs, &c.Proxy)
+	fs.Var(listFlag{&c.NATS.Models}, "nats-models", "comma-separated models this replica applies and ingests, one partition of the fleet (empty: every model)")
 	fs.Var(workerFlag{&c.Workers}, "worker", "register a worker: id=1,model=M,endpoint=tcp://h:5557[,replay_endpoint=...][,dp_size=N][,topic=T][,tenant=T][,base_url=U][,engine_hash=H] (repeatable)")
 	return fs
 }

@@ -33,6 +33,9 @@ type NATS struct {
 	// StreamReplicas is the JetStream replication factor of the stream and
 	// buckets in a clustered NATS (0: 1; 3 survives one server's loss).
 	StreamReplicas int `yaml:"stream_replicas,omitempty"`
+	// Models, when set, makes this replica one of a partition: it applies
+	// and ingests only these models' engines (empty: every model).
+	Models []string `yaml:"models,omitempty"`
 }
 
 // validateNATS reports the event plane's bad settings.
@@ -43,6 +46,9 @@ func (c *Config) validateNATS() []error {
 	if n.URL == "" {
 		if n.Store != "" || n.ReplicaID != "" {
 			bad("nats: store and replica_id need nats.url (--nats embedded or nats://host:4222)")
+		}
+		if len(n.Models) > 0 {
+			bad("nats.models needs nats.url (--nats embedded or nats://host:4222)")
 		}
 		return errs
 	}

@@ -24,9 +24,12 @@ type seqState struct {
 
 // startConsumer reads the whole stream, in order, from the sequence after
 // the restored snapshot, with an ordered consumer (JetStream recreates it
-// after a disconnection, from the last sequence delivered).
+// after a disconnection, from the last sequence delivered). Call it with
+// applyMu held (or before the plane runs); the consumer it replaces must
+// be stopped first.
 func (p *Plane) startConsumer() error {
-	cfg := jetstream.OrderedConsumerConfig{FilterSubjects: []string{p.opts.eventsFilter()}}
+	gen := p.consumerGen
+	cfg := jetstream.OrderedConsumerConfig{FilterSubjects: p.eventFilters()}
 	if p.applied > 0 {
 		cfg.DeliverPolicy = jetstream.DeliverByStartSequencePolicy
 		cfg.OptStartSeq = p.applied + 1
@@ -35,7 +38,7 @@ func (p *Plane) startConsumer() error {
 	if err != nil {
 		return fmt.Errorf("eventplane: ordered consumer: %w", err)
 	}
-	cc, err := cons.Consume(p.applyMsg, jetstream.ConsumeErrHandler(func(_ jetstream.ConsumeContext, err error) {
+	cc, err := cons.Consume(func(msg jetstream.Msg) { p.applyMsg(gen, msg) }, jetstream.ConsumeErrHandler(func(_ jetstream.ConsumeContext, err error) {
 		p.log.Debug("kvrouter: event stream consumer", "error", err.Error())
 	}))
 	if err != nil {
@@ -46,8 +49,10 @@ func (p *Plane) startConsumer() error {
 }
 
 // applyMsg applies one stream message to the local indexer (the
-// consumer calls it for one message at a time, in stream order).
-func (p *Plane) applyMsg(msg jetstream.Msg) {
+// consumer calls it for one message at a time, in stream order). A
+// message of a consumer since replaced (gen) is ignored: it belongs to a
+// stream position the replica dropped.
+func (p *Plane) applyMsg(gen uint64, msg jetstream.Msg) {
 	md, err := msg.Metadata()
 	if err != nil {
 		p.stats.Malformed.Add(1)
@@ -57,7 +62,7 @@ func (p *Plane) applyMsg(msg jetstream.Msg) {
 	m, derr := Decode(msg.Data())
 	p.applyMu.Lock()
 	defer p.applyMu.Unlock()
-	if md.Sequence.Stream <= p.applied {
+	if gen != p.consumerGen || md.Sequence.Stream <= p.applied {
 		return // delivered again after a consumer reset
 	}
 	p.applied = md.Sequence.Stream
@@ -91,6 +96,7 @@ func (p *Plane) applyLocked(m Message) {
 		p.seqs[k] = seqState{have: true, last: max(st.last, m.Stream.To-1)}
 	case m.Stream.Kind == ingest.StreamRestarted:
 		p.seqs[k] = seqState{}
+		p.rebuilt(m.Source.WorkerID) // a rebuild's marker (reset.go), or the engine restarted: exact either way
 	}
 	p.stats.Applied.Add(1)
 	defer func() {

@@ -161,6 +161,7 @@ type fleet struct {
 	url     string
 	engines []*testEngine
 	opts    Options
+	started []*replica
 }
 
 // waitFor caps every wait on a replica or an engine: generous, for a
@@ -215,6 +216,7 @@ func (f *fleet) start(id string, loadSync bool) *replica {
 		require.NoError(t, err)
 	}
 	r := &replica{t: t, id: id, ix: ix, rt: rt, plane: p}
+	f.started = append(f.started, r)
 	t.Cleanup(func() { _ = p.Close() })
 	return r
 }
@@ -222,9 +224,54 @@ func (f *fleet) start(id string, loadSync bool) *replica {
 // waitSubscribed waits until every engine has a subscriber (PUB drops
 // what it sends before).
 func (f *fleet) waitSubscribed() {
+	f.waitSpread()
 	for _, e := range f.engines {
 		require.Eventually(f.t, e.subscribed, waitFor, 10*time.Millisecond, "engine %d: no subscriber", e.worker)
 	}
+}
+
+// live lists the replicas started and neither killed nor closed.
+func (f *fleet) live() []*replica {
+	var out []*replica
+	for _, r := range f.started {
+		r.plane.closeMu.Lock()
+		closed := r.plane.isClosed
+		r.plane.closeMu.Unlock()
+		if !closed {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// waitSpread waits until the live replicas hear each other and each
+// engine is held by its preferred replica (spread.go): no hand-over is
+// left to race what the test sends next.
+func (f *fleet) waitSpread() {
+	f.t.Helper()
+	require.Eventually(f.t, func() bool {
+		live := f.live()
+		for _, r := range live {
+			if len(r.plane.Peers()) != len(live)-1 {
+				return false
+			}
+		}
+		for _, e := range f.engines {
+			n := 0
+			for _, r := range live {
+				if r.plane.holds(e.worker) {
+					if r.plane.preferred(e.worker) != r.id {
+						return false
+					}
+					n++
+				}
+			}
+			if n != 1 {
+				return false
+			}
+		}
+		return true
+	}, waitFor, 10*time.Millisecond, "the leases never settled on their preferred replicas")
 }
 
 // waitApplied waits until every replica applied each engine's last seq.

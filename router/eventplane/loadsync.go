@@ -151,6 +151,7 @@ func (p *Plane) onLoad(m *loadMsg) {
 	restarted := pr != nil && pr.instance != m.Instance
 	if m.Op == opBye {
 		delete(p.peers, owner)
+		delete(p.holdings, owner)
 	} else {
 		if pr == nil {
 			pr = &peer{}
@@ -187,6 +188,7 @@ func (p *Plane) heartbeatLoop() {
 	defer t.Stop()
 	for {
 		p.sendLoad(&loadMsg{Op: opHeartbeat, Replica: p.opts.ReplicaID, Instance: p.instance})
+		p.sendFleet(&fleetMsg{Op: fleetHoldings, Replica: p.opts.ReplicaID, Workers: p.wants(), Conns: p.heldConns()})
 		select {
 		case <-p.ctx.Done():
 			return

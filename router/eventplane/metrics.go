@@ -1,6 +1,8 @@
 package eventplane
 
 import (
+	"time"
+
 	"github.com/prometheus/client_golang/prometheus"
 )
 
@@ -35,6 +37,8 @@ var counters = []counterOf{
 	{"snapshot_errors_total", "Snapshot writes that failed.", func(s *Stats) uint64 { return s.SnapshotErrors.Load() }},
 	{"remote_requests_total", "Other replicas' requests added to the load.", func(s *Stats) uint64 { return s.RemoteRouted.Load() }},
 	{"load_dropped_total", "Own load changes not sent to the others: the send queue was full.", func(s *Stats) uint64 { return s.LoadDropped.Load() }},
+	{"handed_over_total", "Engine leases released to the engine's preferred replica (rendezvous hashing over the live replicas).", func(s *Stats) uint64 { return s.HandedOver.Load() }},
+	{"resyncs_total", "Stream positions dropped and engines rebuilt: the stream was recreated or its sequence went back.", func(s *Stats) uint64 { return s.Resyncs.Load() }},
 	{"remote_expired_total", "Requests expired because their replica vanished or restarted.", func(s *Stats) uint64 { return s.RemoteExpired.Load() }},
 }
 
@@ -57,5 +61,7 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(c.desc("ready", "1 while connected to NATS and caught up on the stream."), prometheus.GaugeValue, r)
 	ch <- prometheus.MustNewConstMetric(c.desc("applied_stream_seq", "The last stream sequence applied."), prometheus.GaugeValue, float64(c.p.appliedSeq.Load()))
 	ch <- prometheus.MustNewConstMetric(c.desc("leases_held", "Engines this replica ingests."), prometheus.GaugeValue, float64(len(c.p.Holding())))
+	ch <- prometheus.MustNewConstMetric(c.desc("stream_span_seconds", "The time the event stream's messages span, at the last snapshot: keep it above a few snapshot intervals."),
+		prometheus.GaugeValue, time.Duration(c.p.streamSpan.Load()).Seconds())
 	ch <- prometheus.MustNewConstMetric(c.desc("peers", "Other replicas heard from within the replica timeout."), prometheus.GaugeValue, float64(len(c.p.Peers())))
 }

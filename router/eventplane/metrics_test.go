@@ -31,7 +31,7 @@ func TestCollectorExportsTheReplicasCounters(t *testing.T) {
 			got[mf.GetName()] = m.GetGauge().GetValue()
 		}
 	}
-	assert.Len(t, got, len(counters)+4)
+	assert.Len(t, got, len(counters)+5) // and the gauges: ready, applied_stream_seq, leases_held, stream_span_seconds, peers
 	assert.Equal(t, 1.0, got["kvrouter_eventplane_leases_held"])
 	assert.Equal(t, 1.0, got["kvrouter_eventplane_ready"])
 	assert.GreaterOrEqual(t, got["kvrouter_eventplane_published_total"], 3.0)

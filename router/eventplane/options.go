@@ -23,6 +23,9 @@ type Options struct {
 	// Prefix starts every subject, bucket and stream name (default
 	// "kvrouter"): several fleets may share one NATS.
 	Prefix string
+	// Models, when set, makes the replica one of a partition: it applies
+	// and ingests only these models' engines (partition.go).
+	Models []string
 
 	// MaxAge and MaxBytes bound the event stream's retention (defaults
 	// 24 h and 1 GiB). A replica restarts from the newest snapshot and the
@@ -61,6 +64,11 @@ func (o *Options) setDefaults() error {
 	}
 	if t := SubjectToken(o.ReplicaID); t != o.ReplicaID {
 		return fmt.Errorf("eventplane: replica id %q: use letters, digits, '-' and '_' only (e.g. %q)", o.ReplicaID, t)
+	}
+	for _, m := range o.Models {
+		if m == "" {
+			return errors.New("eventplane: an empty model name in the partition's models")
+		}
 	}
 	if o.Prefix == "" {
 		o.Prefix = "kvrouter"

@@ -43,13 +43,18 @@ type Plane struct {
 	loops  sync.WaitGroup
 
 	// The apply side: applyMu is held while one stream message is applied
-	// and while a snapshot is taken, so a snapshot and its sequence agree.
+	// (a snapshot reads its sequence under it, then exports without it:
+	// snapshots.go).
 	applyMu     sync.Mutex
 	applied     uint64              // the last stream sequence applied
 	seqs        map[seqKey]seqState // per engine stream: the last seq applied
 	appliedSeq  atomic.Uint64       // applied, for readers without the lock
 	consumeCtx  jetstream.ConsumeContext
 	lastSnapSeq uint64
+	consumerGen uint64 // bumped when the consumer is replaced: the old one's late messages are ignored
+	// epoch names the stream's incarnation (its creation time): a stream
+	// recreated under the same name (NATS lost its store) is a new one.
+	epoch atomic.Int64
 	// afterApply, when set, hears each message applied (benchmarks).
 	afterApply atomic.Pointer[func(Message)]
 
@@ -57,9 +62,17 @@ type Plane struct {
 	readyWhy atomic.Pointer[string]
 
 	// The ingest side.
-	sub      *ingest.Subscriber
-	leaseMu  sync.Mutex
-	leases   map[uint64]*lease
+	sub     *ingest.Subscriber
+	leaseMu sync.Mutex
+	leases  map[uint64]*lease
+	kick    chan struct{} // runs the lease loop now
+	// rebuildAll: the stream lost messages this replica needed (retention):
+	// every engine it registers is rebuilt from the engine (rebuild.go).
+	rebuildAll    atomic.Bool
+	lastRebuildRq time.Time    // readinessLoop's: when it last asked the holders
+	streamSpan    atomic.Int64 // the time the stream's messages span, at the last snapshot (retention.go)
+
+	conn     atomic.Pointer[scope] // the NATS connection's life (lease.go)
 	pubMu    sync.Mutex
 	pubLast  map[seqKey]uint64
 	closeMu  sync.Mutex
@@ -70,6 +83,8 @@ type Plane struct {
 	instance string
 	peersMu  sync.Mutex
 	peers    map[string]*peer
+	holdings map[string]*peerHoldings // by replica, from fleet messages (fleet.go); under peersMu
+	fleetSub *nats.Subscription
 	loadSub  *nats.Subscription
 	loadOut  chan loadMsg // the router's changes, to loadSender
 }
@@ -87,10 +102,11 @@ func New(opts Options, ix *indexer.Indexer) (*Plane, error) {
 	p := &Plane{
 		opts: opts, log: opts.Logger.With("replica", opts.ReplicaID), ix: ix,
 		seqs: map[seqKey]seqState{}, leases: map[uint64]*lease{}, pubLast: map[seqKey]uint64{},
-		peers: map[string]*peer{}, instance: newInstance(),
+		peers: map[string]*peer{}, holdings: map[string]*peerHoldings{}, instance: newInstance(), kick: make(chan struct{}, 1),
 	}
 	p.setNotReady("starting")
 	p.ctx, p.cancel = context.WithCancel(context.Background())
+	p.conn.Store(newScope(p.ctx))
 	ok := false
 	defer func() {
 		if !ok {
@@ -128,6 +144,9 @@ func New(opts Options, ix *indexer.Indexer) (*Plane, error) {
 	if err := p.startConsumer(); err != nil {
 		return nil, err
 	}
+	if err := p.startFleetSync(); err != nil {
+		return nil, err
+	}
 	if err := p.startLoadSync(); err != nil {
 		return nil, err
 	}
@@ -157,12 +176,16 @@ func (p *Plane) connect(url string) error {
 		nats.ReconnectWait(250*time.Millisecond),
 		nats.DisconnectErrHandler(func(_ *nats.Conn, err error) {
 			p.setNotReady("disconnected from NATS")
+			p.connScope().cancel() // lease requests in flight end now
+			p.kickLeases()         // and the engines held stop at once
 			if p.ctx.Err() != nil {
 				return // closing: no news
 			}
 			p.log.Warn("kvrouter: disconnected from NATS; reconnecting (not ready meanwhile)", "error", errString(err))
 		}),
 		nats.ReconnectHandler(func(c *nats.Conn) {
+			p.conn.Store(newScope(p.ctx))
+			p.kickLeases()
 			p.log.Info("kvrouter: reconnected to NATS; catching up", "url", c.ConnectedUrl())
 		}),
 	)
@@ -177,36 +200,21 @@ func (p *Plane) connect(url string) error {
 	p.js = js
 	ctx, cancel := context.WithTimeout(p.ctx, 10*time.Second)
 	defer cancel()
-	o := p.opts
-	p.stream, err = js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{
-		Name:        o.streamName(),
-		Description: "kvrouter: engines' KV events, normalized, one subject per model, worker and rank",
-		Subjects:    []string{o.eventsFilter()},
-		Retention:   jetstream.LimitsPolicy,
-		Discard:     jetstream.DiscardOld,
-		MaxAge:      o.MaxAge,
-		MaxBytes:    o.MaxBytes,
-		Duplicates:  o.DuplicateWindow,
-		Storage:     jetstream.FileStorage,
-		Replicas:    o.Replicas,
-	})
+	created, err := p.ensureStore(ctx)
 	if err != nil {
-		return fmt.Errorf("eventplane: stream %s: %w", o.streamName(), err)
+		return err
 	}
-	p.kv, err = js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
-		Bucket: o.leaseBucket(), Description: "kvrouter: which replica ingests which engine",
-		TTL: o.LeaseTTL, History: 1, Storage: jetstream.FileStorage, Replicas: o.Replicas,
-	})
+	if len(created) > 0 {
+		p.log.Info("kvrouter: event plane created", "created", created)
+	}
+	if err := p.adoptSharedSettings(ctx); err != nil {
+		return err
+	}
+	info, err := p.stream.Info(ctx)
 	if err != nil {
-		return fmt.Errorf("eventplane: lease bucket %s: %w", o.leaseBucket(), err)
+		return fmt.Errorf("eventplane: stream info: %w", err)
 	}
-	p.obj, err = js.CreateOrUpdateObjectStore(ctx, jetstream.ObjectStoreConfig{
-		Bucket: o.snapBucket(), Description: "kvrouter: index snapshots with the stream sequence they cover",
-		Storage: jetstream.FileStorage, Replicas: o.Replicas,
-	})
-	if err != nil {
-		return fmt.Errorf("eventplane: snapshot bucket %s: %w", o.snapBucket(), err)
-	}
+	p.epoch.Store(info.Created.UnixNano())
 	return nil
 }
 
@@ -255,8 +263,12 @@ func (p *Plane) readinessLoop() {
 			haveTarget = false
 			continue
 		}
-		ctx, cancel := context.WithTimeout(p.ctx, time.Second)
-		info, err := p.stream.Info(ctx)
+		ctx, cancel := context.WithTimeout(p.ctx, 5*time.Second)
+		info, resynced, err := p.checkStream(ctx)
+		var last uint64
+		if err == nil {
+			last, err = p.lastSeq(ctx, info)
+		}
 		cancel()
 		if err != nil {
 			p.setNotReady("cannot read the event stream: " + err.Error())
@@ -264,12 +276,17 @@ func (p *Plane) readinessLoop() {
 			continue
 		}
 		applied := p.appliedSeq.Load()
-		if haveTarget && applied >= target {
-			p.ready.Store(true)
-		} else if haveTarget {
+		switch pending := p.rebuildsPending(); {
+		case resynced || !haveTarget:
+		case applied < target:
 			p.setNotReady(fmt.Sprintf("catching up: applied stream sequence %d of %d", applied, target))
+		case pending > 0:
+			p.setNotReady(fmt.Sprintf("rebuilding %d engines from the engines: the event stream lost or dropped what this replica applied", pending))
+			p.askRebuilds()
+		default:
+			p.ready.Store(true)
 		}
-		target, haveTarget = info.State.LastSeq, true
+		target, haveTarget = last, true
 	}
 }
 
@@ -310,6 +327,9 @@ func (p *Plane) kill() {
 	p.closeMu.Unlock()
 	for _, l := range p.leaseList() {
 		l.held.Store(false)
+		if h := l.hold.Swap(nil); h != nil {
+			h.cancel()
+		}
 	}
 	p.teardown()
 }
@@ -319,10 +339,10 @@ func (p *Plane) teardown() {
 	if p.sub != nil {
 		_ = p.sub.Close()
 	}
+	p.loops.Wait() // first: the readiness loop may replace the consumer
 	if p.consumeCtx != nil {
 		p.consumeCtx.Stop()
 	}
-	p.loops.Wait()
 	if rt := p.rt.Load(); rt != nil {
 		rt.SetLoadObserver(nil)
 	}

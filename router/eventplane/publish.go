@@ -3,6 +3,7 @@ package eventplane
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -69,17 +70,28 @@ func (pb *publisher) HandleStream(src ingest.Source, ev ingest.StreamEvent) {
 // replays from the last seq applied.
 func (p *Plane) publish(src ingest.Source, data []byte, msgID string) bool {
 	subject := eventSubject(p.opts.Prefix, src)
-	var opts []jetstream.PublishOpt
-	if msgID != "" {
-		opts = append(opts, jetstream.WithMsgID(msgID))
-	}
 	backoff := 50 * time.Millisecond
 	for attempt := 0; ; attempt++ {
-		if !p.holds(src.WorkerID) || p.ctx.Err() != nil {
+		l := p.heldLease(src.WorkerID)
+		var hold *scope
+		if l != nil {
+			hold = l.hold.Load()
+		}
+		if hold == nil || hold.Err() != nil {
 			p.stats.Dropped.Add(1)
 			return false
 		}
-		ctx, cancel := context.WithTimeout(p.ctx, 5*time.Second)
+		var opts []jetstream.PublishOpt
+		if msgID != "" {
+			// Scoped to the stream's incarnation and the engine's last
+			// rebuild (reset.go, rebuild.go): the engine's replay from seq 0
+			// must not be taken for the batches published before it.
+			scope := strconv.FormatInt(p.epoch.Load(), 36) + "|" + strconv.FormatInt(l.nonce.Load(), 36) + "|"
+			opts = append(opts, jetstream.WithMsgID(scope+msgID))
+		}
+		// Ends when the lease does: a holder cut off from NATS stops its
+		// engines at once, not one blocked publish after another.
+		ctx, cancel := context.WithTimeout(hold, 5*time.Second)
 		_, err := p.js.Publish(ctx, subject, data, opts...)
 		cancel()
 		if err == nil {
@@ -92,7 +104,7 @@ func (p *Plane) publish(src ingest.Source, data []byte, msgID string) bool {
 				"subject", subject, "attempt", attempt+1, "error", err.Error())
 		}
 		select {
-		case <-p.ctx.Done():
+		case <-hold.Done():
 		case <-time.After(backoff):
 		}
 		backoff = min(2*backoff, 2*time.Second)

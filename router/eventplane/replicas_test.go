@@ -232,3 +232,38 @@ func TestLoadSyncChangesTheSecondReplicasChoice(t *testing.T) {
 		"the vanished replica's request still counts")
 	assert.Equal(t, uint64(1), b.plane.Stats().RemoteExpired.Load())
 }
+
+// TestSnapshotsTakenWhileApplyingRestoreExactly: snapshots are exported
+// while the stream is applied on (the apply loop does not pause for
+// them); a replica restoring one applies the stream after its sequence
+// and ends with the engines' exact index, nothing lost or applied twice.
+func TestSnapshotsTakenWhileApplyingRestoreExactly(t *testing.T) {
+	nats := embedded(t)
+	f := newFleet(t, nats.URL(), 2)
+	require.Greater(t, weight(1, "a"), weight(1, "b"))
+	a := f.start("a", false)
+	f.waitSubscribed()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for range 40 {
+			for _, e := range f.engines {
+				e.send(1)
+			}
+		}
+	}()
+	for range 5 {
+		require.NoError(t, a.plane.WriteSnapshot())
+	}
+	<-done
+	f.waitApplied(a)
+	b := f.start("b", false)
+	f.waitSubscribed()
+	for _, e := range f.engines {
+		e.send(2)
+	}
+	f.waitApplied(a, b)
+	want := reference(t, f.engines...)
+	assert.Equal(t, want, exported(a))
+	assert.Equal(t, want, exported(b), "the restored replica lost or doubled events")
+}

@@ -21,6 +21,11 @@ import (
 const (
 	metaStreamSeq = "stream_seq"
 	metaReplica   = "replica"
+	// metaEpoch names the stream the sequence is of (its creation time): a
+	// snapshot of a stream since recreated covers nothing of the new one.
+	metaEpoch = "stream_epoch"
+	// metaPartition: the models the snapshot holds ("" = every model).
+	metaPartition = "partition"
 )
 
 func (p *Plane) snapshotName() string { return "snapshot." + p.opts.ReplicaID }
@@ -33,7 +38,9 @@ func (p *Plane) snapshotLoop() {
 		case <-p.ctx.Done():
 			return
 		case <-t.C:
-			_ = p.writeSnapshot() // logged and counted
+			if p.writeSnapshot() == nil { // else logged and counted
+				p.checkRetentionSpan()
+			}
 		}
 	}
 }
@@ -45,19 +52,34 @@ func (p *Plane) WriteSnapshot() error { return p.writeSnapshot() }
 func (p *Plane) writeSnapshot() error {
 	start := time.Now()
 	p.applyMu.Lock()
-	seq := p.applied
+	seq, epoch := p.applied, p.epoch.Load()
 	if seq == p.lastSnapSeq && seq != 0 {
 		p.applyMu.Unlock()
 		return nil // nothing new
 	}
-	saved := p.ix.Export()
 	p.applyMu.Unlock()
+	// Exported while the stream is applied on: the apply loop does not
+	// pause for it (the indexer locks one model's ranks at a time while it
+	// dumps that model). The export is at or after seq, rank by rank, and
+	// each rank's state matches its last seq; a replica restoring it
+	// applies the stream from seq+1, and what the export already holds is
+	// skipped by engine seq (seqsOf), while a restart or rebuild marker
+	// in between clears the rank and the batches after it rebuild it.
+	saved := p.ix.Export()
 	data, err := snapshot.Encode(saved)
 	if err == nil {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		// The object store writes it in chunks; the deadline only catches a
+		// stalled transfer, so it grows with the snapshot (a fixed 5 s could
+		// never write a fleet-sized index).
+		ctx, cancel := context.WithTimeout(context.Background(), transferTimeout(int64(len(data))))
 		_, err = p.obj.Put(ctx, jetstream.ObjectMeta{
-			Name:     p.snapshotName(),
-			Metadata: map[string]string{metaStreamSeq: strconv.FormatUint(seq, 10), metaReplica: p.opts.ReplicaID},
+			Name: p.snapshotName(),
+			Metadata: map[string]string{
+				metaStreamSeq: strconv.FormatUint(seq, 10),
+				metaReplica:   p.opts.ReplicaID,
+				metaEpoch:     strconv.FormatInt(epoch, 10),
+				metaPartition: p.partitionName(),
+			},
 		}, bytes.NewReader(data))
 		cancel()
 	}
@@ -82,6 +104,10 @@ func (p *Plane) restoreNewest() error {
 	ctx, cancel := context.WithTimeout(p.ctx, 60*time.Second)
 	defer cancel()
 	infos, err := p.obj.List(ctx)
+	sizes := map[string]uint64{}
+	for _, in := range infos {
+		sizes[in.Name] = in.Size
+	}
 	if err != nil && !errors.Is(err, jetstream.ErrNoObjectsFound) {
 		return fmt.Errorf("eventplane: listing snapshots: %w", err)
 	}
@@ -97,6 +123,13 @@ func (p *Plane) restoreNewest() error {
 		seq, err := strconv.ParseUint(in.Metadata[metaStreamSeq], 10, 64)
 		if err != nil {
 			p.log.Warn("kvrouter: a snapshot object without a stream sequence is ignored", "name", in.Name)
+			continue
+		}
+		if in.Metadata[metaPartition] != p.partitionName() {
+			continue // another partition's: other models
+		}
+		if e, ok := in.Metadata[metaEpoch]; ok && e != strconv.FormatInt(p.epoch.Load(), 10) {
+			p.log.Warn("kvrouter: a snapshot of an earlier incarnation of the event stream is ignored", "name", in.Name)
 			continue
 		}
 		cands = append(cands, cand{in.Name, seq})
@@ -117,7 +150,7 @@ func (p *Plane) restoreNewest() error {
 				"name", c.name, "stream_seq", c.seq, "stream_last_seq", info.State.LastSeq)
 			continue
 		}
-		if err := p.loadSnapshot(ctx, c.name, c.seq); err != nil {
+		if err := p.loadSnapshot(c.name, c.seq, sizes[c.name]); err != nil {
 			p.log.Error("kvrouter: snapshot unusable; trying an older one", "name", c.name, "error", err.Error())
 			continue
 		}
@@ -129,8 +162,10 @@ func (p *Plane) restoreNewest() error {
 	return nil
 }
 
-func (p *Plane) loadSnapshot(ctx context.Context, name string, seq uint64) error {
+func (p *Plane) loadSnapshot(name string, seq, size uint64) error {
 	start := time.Now()
+	ctx, cancel := context.WithTimeout(p.ctx, transferTimeout(int64(min(size, 1<<62))))
+	defer cancel()
 	data, err := p.obj.GetBytes(ctx, name)
 	if err != nil {
 		return fmt.Errorf("reading %s: %w", name, err)
@@ -152,6 +187,15 @@ func (p *Plane) loadSnapshot(ctx context.Context, name string, seq uint64) error
 	return nil
 }
 
+// minTransferRate is the slowest snapshot transfer taken for alive: a
+// snapshot of n bytes gets 10 s plus n at this rate before its write or
+// read is given up as stalled.
+const minTransferRate = 4 << 20 // bytes/s
+
+func transferTimeout(n int64) time.Duration {
+	return 10*time.Second + time.Duration(n/minTransferRate+1)*time.Second
+}
+
 // seqsOf rebuilds the de-duplication state from a snapshot's ranks: the
 // last seq each engine stream applied.
 func seqsOf(s indexer.Saved) map[seqKey]seqState {
@@ -168,14 +212,18 @@ func seqsOf(s indexer.Saved) map[seqKey]seqState {
 	return out
 }
 
-// checkRetention warns when the stream no longer holds the messages right
+// checkRetention handles a stream that no longer holds the messages right
 // after the snapshot: they aged out (the snapshot interval is not well
-// below the stream's max age), and the engines they came from are only
-// as exact as what followed.
+// below the stream's max age, or the byte limit holds less than one
+// interval of events). The index would have a silent hole: instead every
+// engine this replica registers is rebuilt from the engine (rebuild.go),
+// and the replica is not ready until it is.
 func (p *Plane) checkRetention(snapSeq, firstSeq uint64) {
 	if firstSeq > snapSeq+1 {
-		p.log.Warn("kvrouter: the event stream no longer holds every message after the snapshot: they aged out; "+
-			"keep the snapshot interval well below the stream's max age",
+		p.log.Error("kvrouter: the event stream no longer holds every message after the snapshot: they aged out; "+
+			"rebuilding every engine from the engines (not ready until then); "+
+			"keep the snapshot interval well below the stream's max age, and the byte limit above one interval of events",
 			"snapshot_seq", snapSeq, "stream_first_seq", firstSeq, "lost_messages", firstSeq-snapSeq-1)
+		p.rebuildAll.Store(true)
 	}
 }

@@ -19,4 +19,6 @@ type Stats struct {
 	RemoteExpired  atomic.Uint64 // requests expired because their replica vanished
 	Oversized      atomic.Uint64 // batches over NATS's max_payload, published as lost gaps
 	LoadDropped    atomic.Uint64 // own load changes not sent: the send queue was full
+	HandedOver     atomic.Uint64 // leases released to the engine's preferred replica (spread.go)
+	Resyncs        atomic.Uint64 // stream positions dropped: the stream was recreated or went back (reset.go)
 }

@@ -71,3 +71,15 @@ func sourceID(sb *strings.Builder, src ingest.Source) {
 
 // leaseKey is an engine's key in the lease bucket.
 func leaseKey(workerID uint64) string { return "worker." + strconv.FormatUint(workerID, 10) }
+
+// rebuildMsgID is a rebuild's restart marker's Nats-Msg-Id: one per rank,
+// stream incarnation (epoch) and rebuild (the holder's nonce).
+func rebuildMsgID(src ingest.Source, epoch, nonce int64) string {
+	var sb strings.Builder
+	sourceID(&sb, src)
+	sb.WriteString("|rebuild|")
+	sb.WriteString(strconv.FormatInt(epoch, 36))
+	sb.WriteByte('|')
+	sb.WriteString(strconv.FormatInt(nonce, 36))
+	return sb.String()
+}

@@ -56,13 +56,13 @@ type wireEvent struct {
 	_msgpack struct{} `msgpack:",as_array"`
 
 	Kind              uint8
-	BlockHashes       []byte // u64 LE each
+	BlockHashes       wireBytes // u64 LE each
 	Medium            string
 	GroupIdx          *int64
 	Locality          string
 	Ownership         string
 	ParentHash        *uint64
-	TokenIDs          []byte // u32 LE each
+	TokenIDs          wireBytes // u32 LE each
 	BlockSize         int
 	LoraID            *int64
 	LoraName          string

@@ -1,6 +1,7 @@
 package eventplane
 
 import (
+	"bytes"
 	"errors"
 	"testing"
 
@@ -185,4 +186,18 @@ func FuzzDecodeLoad(f *testing.F) {
 			require.NotEmpty(t, m.Replica)
 		}
 	})
+}
+
+// TestDecodeRejectsAByteStringLongerThanAnyMessage: a malformed message
+// declaring a 4 GB byte string is an error, not a 4 GB allocation.
+func TestDecodeRejectsAByteStringLongerThanAnyMessage(t *testing.T) {
+	data, err := EncodeBatch(testSource, &ingest.Batch{Seq: 1, Events: []ingest.Event{{Kind: ingest.BlockStored, BlockHashes: []uint64{7}}}})
+	require.NoError(t, err)
+	// The hashes' byte string: bin8 of 8 bytes (0xc4 0x08 then the hash).
+	at := bytes.Index(data, []byte{0xc4, 0x08, 7, 0, 0, 0, 0, 0, 0, 0})
+	require.Positive(t, at)
+	bad := append(append(append([]byte{}, data[:at]...), 0xc6, 0xf0, 0, 0, 0), data[at+2:]...) // bin32 of 4 GB
+	_, err = Decode(bad)
+	require.ErrorIs(t, err, ErrMalformed)
+	assert.Contains(t, err.Error(), "over")
 }

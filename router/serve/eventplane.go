@@ -17,7 +17,7 @@ func (s *Server) newEventPlane() (*eventplane.Plane, error) {
 	p, err := eventplane.New(eventplane.Options{
 		URL: n.URL, StoreDir: n.Store, ReplicaID: n.ReplicaID,
 		MaxAge: n.StreamMaxAge, MaxBytes: n.StreamMaxBytes, SnapshotInterval: n.SnapshotInterval,
-		LeaseTTL: n.LeaseTTL, ReplicaTimeout: n.ReplicaTimeout, Replicas: n.StreamReplicas,
+		LeaseTTL: n.LeaseTTL, ReplicaTimeout: n.ReplicaTimeout, Replicas: n.StreamReplicas, Models: n.Models,
 		Logger: s.log,
 	}, s.ix)
 	if err != nil {

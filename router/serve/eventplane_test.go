@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
 	"time"
 
@@ -73,4 +74,44 @@ func TestWithoutNATSReadyzHasNoEventPlaneCheck(t *testing.T) {
 	code, body := readyzOf(t, srv.Handler())
 	assert.Equal(t, http.StatusOK, code)
 	assert.NotContains(t, body["checks"], "event_plane")
+}
+
+// replicaServer starts a kvrouter replica on the NATS server at url.
+func replicaServer(t *testing.T, url, id string) *Server {
+	t.Helper()
+	cfg := config.Default()
+	cfg.BlockSize = 16
+	cfg.NATS = config.NATS{URL: url, ReplicaID: id, LeaseTTL: time.Second}
+	srv, err := New(Options{Config: cfg})
+	require.NoError(t, err)
+	require.NoError(t, srv.Start())
+	t.Cleanup(func() { _ = srv.Shutdown(context.Background()) })
+	return srv
+}
+
+// TestReplicaRestartedInAnAPIRegisteredFleetTakesTheLeases: workers
+// registered by POST /v1/workers live only in the index, and so in the
+// event plane's snapshot. A replica that restarts restores them from it
+// and must contend for their leases as after a file snapshot: when the
+// other replica leaves, it ingests them (it said ready and ingested
+// nothing).
+func TestReplicaRestartedInAnAPIRegisteredFleetTakesTheLeases(t *testing.T) {
+	nats, err := eventplane.StartEmbedded(t.TempDir(), 0)
+	require.NoError(t, err)
+	t.Cleanup(nats.Shutdown)
+	a := replicaServer(t, nats.URL(), "a")
+	rec := httptest.NewRecorder()
+	a.Handler().ServeHTTP(rec, httptest.NewRequest(http.MethodPost, "/v1/workers",
+		strings.NewReader(`{"worker_id": 7, "model": "m", "endpoint": "tcp://127.0.0.1:1"}`)))
+	require.Less(t, rec.Code, 300, rec.Body.String())
+	require.Eventually(t, func() bool { return len(a.EventPlane().Holding()) == 1 }, 10*time.Second, 10*time.Millisecond,
+		"replica a never took the worker's lease")
+	require.NoError(t, a.EventPlane().WriteSnapshot())
+
+	b := replicaServer(t, nats.URL(), "b") // restores a's snapshot: worker 7, registered nowhere on b
+	_, ok := b.Indexer().Worker(7)
+	require.True(t, ok, "the snapshot did not restore the worker")
+	require.NoError(t, a.Shutdown(context.Background())) // releases its leases
+	require.Eventually(t, func() bool { return len(b.EventPlane().Holding()) == 1 }, 10*time.Second, 10*time.Millisecond,
+		"the restarted replica never takes the restored worker's lease")
 }

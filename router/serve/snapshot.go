@@ -27,6 +27,11 @@ func (s *Server) loadSnapshot() error {
 	defer s.ready.snapshot.Store(true)
 	path := s.cfg.Snapshot.Path
 	if path == "" {
+		if s.EventPlane() != nil {
+			// The plane restored the fleet's newest snapshot into the index
+			// (New): its workers are this replica's too, leases and all.
+			s.resubscribeRestored()
+		}
 		return nil
 	}
 	if err := checkWritable(filepath.Dir(path)); err != nil {
@@ -36,19 +41,7 @@ func (s *Server) loadSnapshot() error {
 	err := snapshot.Load(path, s.ix)
 	switch {
 	case err == nil:
-		s.mu.Lock()
-		for _, info := range s.ix.Workers() {
-			streams, err := rankStreams(info.Spec, nil)
-			if err != nil {
-				s.log.Error("kvrouter: a restored worker's endpoint is unusable", "worker_id", info.Spec.WorkerID, "error", err)
-				continue
-			}
-			s.endpoints[info.Spec.WorkerID] = streams
-			if err := s.subscribeLocked(info.Spec); err != nil {
-				s.log.Error("kvrouter: resubscribing a restored worker failed", "worker_id", info.Spec.WorkerID, "error", err)
-			}
-		}
-		s.mu.Unlock()
+		s.resubscribeRestored()
 		var blocks uint64
 		for _, sz := range s.ix.Sizes() {
 			blocks += sz.Pairs
@@ -80,6 +73,25 @@ func checkWritable(dir string) error {
 	}
 	name := f.Name()
 	return errors.Join(f.Close(), os.Remove(name))
+}
+
+// resubscribeRestored makes the restored index's workers live: their
+// endpoints known and their engines subscribed (on the event plane: their
+// leases contended for), each rank resuming after its restored seq.
+func (s *Server) resubscribeRestored() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, info := range s.ix.Workers() {
+		streams, err := rankStreams(info.Spec, nil)
+		if err != nil {
+			s.log.Error("kvrouter: a restored worker's endpoint is unusable", "worker_id", info.Spec.WorkerID, "error", err)
+			continue
+		}
+		s.endpoints[info.Spec.WorkerID] = streams
+		if err := s.subscribeLocked(info.Spec); err != nil {
+			s.log.Error("kvrouter: resubscribing a restored worker failed", "worker_id", info.Spec.WorkerID, "error", err)
+		}
+	}
 }
 
 // writeSnapshot saves the index atomically, if a path is configured.
