@@ -1,0 +1,87 @@
+package core
+
+import (
+	"math/bits"
+	"sync/atomic"
+)
+
+// A large name table grows without stopping the index: growth allocates
+// the new halves and keeps the old ones beside them (nameTable.old), and
+// the mutations that follow move the old entries over, nameDrainChunk
+// halves every 2*nameDrainChunk mutations. Until old is empty a lookup
+// that misses the new halves looks in old; an insert goes to the new
+// halves; a delete takes the name from where it is. Moving a whole table
+// of millions of names at once (every name read back from its block, to
+// hash it) held the index's lock for tens of milliseconds, doubling
+// intervals apart, and every query waited behind it.
+//
+// The pace is enough: a growth leaves room for at least as many inserts
+// as the old table held names (capacity: at least half of the doubled
+// slots are free), a half holds seven names at most, and only inserts use
+// that room, so the old halves, moved half a half a mutation, are empty
+// well before the new ones fill. (When a growth does come first, as a
+// large reserve can make it, grow drains the rest at once:
+// nameDrainsForced counts those, for the tests.)
+
+const (
+	// nameDrainMin is the smallest table (512 halves, 32 KiB, ~3,000
+	// names) that grows incrementally; moving a smaller one costs a few
+	// tens of microseconds.
+	nameDrainMin = 512
+	// nameDrainChunk is how many old halves a drain step moves.
+	nameDrainChunk = 8
+)
+
+// nameDrainsForced counts growths that had to finish the previous
+// growth's drain first.
+var nameDrainsForced atomic.Int64
+
+// startDrain replaces the table's halves by n empty ones and keeps the
+// current ones as old, to be drained.
+func (m *nameTable) startDrain(n int) {
+	old := *m
+	m.old = &old
+	m.halves = make([]nameHalf, n)
+	m.shift = uint8(64 - bits.TrailingZeros(uint(n)))
+	m.count = 0
+	m.growthLeft = m.capacity(n) - old.count
+	m.turned = 0
+	m.drainAt, m.credit = 0, 0
+}
+
+// drainSome counts one mutation and moves the next nameDrainChunk old
+// halves every 2*nameDrainChunk of them. Callers call it after their own
+// change, when m.old != nil; a position find returned is stale after it.
+func (m *nameTable) drainSome(ks *nameKeys) {
+	if m.credit++; m.credit < 2*nameDrainChunk {
+		return
+	}
+	m.credit = 0
+	m.drain(ks, nameDrainChunk)
+}
+
+// drain moves the entries of up to halves (at most nameDrainChunk) old
+// halves into the new ones, and drops old once it is empty. A moved
+// half keeps its overflow count: names still in old that passed it on
+// their way in must still be found past it.
+func (m *nameTable) drain(ks *nameKeys, halves int) {
+	old := m.old
+	var buf [nameDrainChunk * groupSlots]nameEntry
+	entries := buf[:0]
+	end := min(len(old.halves), int(m.drainAt)+min(halves, nameDrainChunk))
+	for i := int(m.drainAt); i < end; i++ {
+		hf := &old.halves[i]
+		for c := hf.ctrl & slotsMSB; c != 0; c &= c - 1 {
+			entries = append(entries, nameEntry{v: hf.slots[firstByte(c)] &^ slotMeta})
+		}
+		hf.ctrl &= overflowMax
+		hf.slots = [groupSlots]uint64{}
+	}
+	m.drainAt = int32(end)
+	old.count -= len(entries)
+	m.place(entries, ks)
+	m.growthLeft += len(entries) // placing counts them again: they were counted in old
+	if end == len(old.halves) {
+		m.old, m.drainAt, m.credit = nil, 0, 0
+	}
+}
