@@ -357,16 +357,15 @@ func checkHashTable(m *hashTable) error {
 // find finds it where it is, that the aliased mark agrees with the
 // tree's, the counts, and every half's overflow count (recounted from
 // each entry's probe, unless saturated). A table being drained
-// (nameTable.old) is checked too; its drained halves keep overflow counts
-// of names that moved, so there the counts are at least the recount.
+// (nameTable.old) is checked too.
 func checkNameTable(m *nameTable, ks *nameKeys) error {
-	n, err := checkNameHalves(m, m, ks, 0, true)
+	n, err := checkNameHalves(m, m, ks, 0)
 	if err != nil {
 		return err
 	}
 	inOld := 0
 	if m.old != nil {
-		if inOld, err = checkNameHalves(m, m.old, ks, atOld, false); err != nil {
+		if inOld, err = checkNameHalves(m, m.old, ks, atOld); err != nil {
 			return fmt.Errorf("old table: %w", err)
 		}
 		if inOld != m.old.count || int(m.drainAt) >= len(m.old.halves) {
@@ -381,7 +380,7 @@ func checkNameTable(m *nameTable, ks *nameKeys) error {
 
 // checkNameHalves checks the halves of t, m itself or m.old (then
 // flagged atOld), and returns how many entries they hold.
-func checkNameHalves(m, t *nameTable, ks *nameKeys, flag int, exactOverflows bool) (int, error) {
+func checkNameHalves(m, t *nameTable, ks *nameKeys, flag int) (int, error) {
 	n := 0
 	overflows := make([]int, len(t.halves))
 	for i := range t.halves {
@@ -417,8 +416,7 @@ func checkNameHalves(m, t *nameTable, ks *nameKeys, flag int, exactOverflows boo
 		}
 	}
 	for i := range t.halves {
-		got := int(t.halves[i].ctrl >> 56)
-		if got != 255 && (got < overflows[i] || exactOverflows && got != overflows[i]) {
+		if got := int(t.halves[i].ctrl >> 56); got != 255 && got != overflows[i] {
 			return 0, fmt.Errorf("half %d counts %d overflows, %d names passed it", i, got, overflows[i])
 		}
 	}

@@ -306,7 +306,7 @@ func (m *nameTable) insertAt(at int, k, v uint64) bool {
 // nowhere else), or which some name passed but the bucket's other half,
 // where the probe goes next, holds no candidate and stops it.
 func (m *nameTable) add(k, v uint64, ks *nameKeys) bool {
-	if m.old == nil && len(m.halves) > 0 && m.growthLeft > 0 {
+	if len(m.halves) > 0 && m.growthLeft > 0 {
 		h := hashOf(k)
 		i := uint(h >> m.shift)
 		hf := &m.halves[i]
@@ -319,15 +319,21 @@ func (m *nameTable) add(k, v uint64, ks *nameKeys) bool {
 				pf := &m.halves[i^1]
 				absent = pf.ctrl&overflowMax == 0 && pf.candidates(tags, bits) == 0
 			}
+			if absent && m.old != nil {
+				absent = m.old.surelyAbsent(h, tags, bits)
+			}
 			if absent {
 				if j := uint(firstByte(^ctrl & slotsMSB)); j < groupSlots { // a free slot
 					hf.ctrl = ctrl&^(0xff<<(8*j)) | tag<<(8*j)
 					hf.slots[j] = slotWord(v, h, true)
 					m.count++
 					m.growthLeft--
-					return true
+				} else {
+					m.insertNew(k, v) // its home is full: it overflows
 				}
-				m.insertNew(k, v) // its home is full: it overflows
+				if m.old != nil {
+					m.drainSome(ks)
+				}
 				return true
 			}
 		}
@@ -341,6 +347,14 @@ func (m *nameTable) add(k, v uint64, ks *nameKeys) bool {
 		m.drainSome(ks)
 	}
 	return true
+}
+
+// surelyAbsent reports whether the table's home half for hash h (with
+// tags and bits, as add computes them) shows a name of that hash absent:
+// no candidate there, and no name passed it.
+func (m *nameTable) surelyAbsent(h, tags, bits uint64) bool {
+	hf := &m.halves[uint(h>>m.shift)]
+	return hf.ctrl&overflowMax == 0 && hf.candidates(tags, bits) == 0
 }
 
 // insertAbsent puts k -> v, k absent, at the slot find gave (at), or,
@@ -573,6 +587,15 @@ func (m *nameTable) grow(need int, ks *nameKeys) {
 // the entries 4*namePrefetch ahead and the names 2*namePrefetch ahead
 // being fetched while the current one is read.
 func (m *nameTable) place(entries []nameEntry, ks *nameKeys) {
+	ks.readNames(entries)
+	for _, e := range entries {
+		m.insertNew(e.k, e.v)
+	}
+}
+
+// readNames sets the names (k) of entries (v set, its slotMeta bits
+// ignored), in a gather whose misses overlap.
+func (ks *nameKeys) readNames(entries []nameEntry) {
 	for i := 0; i < 4*namePrefetch; i += namePrefetch {
 		ks.prefetchSegments(entries, i)
 	}
@@ -585,9 +608,6 @@ func (m *nameTable) place(entries []nameEntry, ks *nameKeys) {
 			ks.prefetchNames(entries, i+2*namePrefetch)
 		}
 		entries[i].k = ks.of(entries[i].v)
-	}
-	for _, e := range entries {
-		m.insertNew(e.k, e.v)
 	}
 }
 
@@ -653,7 +673,7 @@ func (ks *nameKeys) prefetchSegments(vs []nameEntry, i int) {
 	}
 	var lines [8]unsafe.Pointer
 	for j := range lines {
-		b := blockRef(vs[min(i+j, len(vs)-1)].v &^ slotAliased)
+		b := blockRef(vs[min(i+j, len(vs)-1)].v &^ (slotAliased | slotMeta))
 		lines[j] = unsafe.Pointer(&ks.segs[b.seg()])
 	}
 	prefetch8(&lines)
@@ -666,7 +686,7 @@ func (ks *nameKeys) prefetchNames(vs []nameEntry, i int) {
 	var lines [8]unsafe.Pointer
 	for j := range lines {
 		v := vs[min(i+j, len(vs)-1)].v
-		b := blockRef(v &^ slotAliased)
+		b := blockRef(v &^ (slotAliased | slotMeta))
 		s := &ks.segs[b.seg()]
 		lines[j] = unsafe.Pointer(s)
 		if v&slotAliased == 0 {

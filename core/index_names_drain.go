@@ -19,7 +19,11 @@ import (
 // as the old table held names (capacity: at least half of the doubled
 // slots are free), a half holds seven names at most, and only inserts use
 // that room, so the old halves, moved half a half a mutation, are empty
-// well before the new ones fill. (When a growth does come first, as a
+// well before the new ones fill. (A faster pace makes each lock hold
+// longer: the first writes to a new table's pages fault them in, a
+// microsecond or so a page, and a 128-block section moving a whole
+// half a block held the lock 300-700 us on a large table. A slower one
+// keeps inserts checking two tables for longer.) (When a growth does come first, as a
 // large reserve can make it, grow drains the rest at once:
 // nameDrainsForced counts those, for the tests.)
 
@@ -62,24 +66,34 @@ func (m *nameTable) drainSome(ks *nameKeys) {
 
 // drain moves the entries of up to halves (at most nameDrainChunk) old
 // halves into the new ones, and drops old once it is empty. A moved
-// half keeps its overflow count: names still in old that passed it on
-// their way in must still be found past it.
+// entry that was not in its home half no longer counts in the overflow
+// counts of the old halves its probe passed, so that old's probes of
+// absent names (every insert's, while old is there) stay as short as
+// what is left in it allows.
 func (m *nameTable) drain(ks *nameKeys, halves int) {
 	old := m.old
 	var buf [nameDrainChunk * groupSlots]nameEntry
+	var from [nameDrainChunk * groupSlots]uint32 // each entry's old half
 	entries := buf[:0]
 	end := min(len(old.halves), int(m.drainAt)+min(halves, nameDrainChunk))
 	for i := int(m.drainAt); i < end; i++ {
 		hf := &old.halves[i]
 		for c := hf.ctrl & slotsMSB; c != 0; c &= c - 1 {
-			entries = append(entries, nameEntry{v: hf.slots[firstByte(c)] &^ slotMeta})
+			from[len(entries)] = uint32(i)
+			entries = append(entries, nameEntry{v: hf.slots[firstByte(c)] &^ (slotMeta &^ slotDisplaced)})
 		}
 		hf.ctrl &= overflowMax
 		hf.slots = [groupSlots]uint64{}
 	}
 	m.drainAt = int32(end)
 	old.count -= len(entries)
-	m.place(entries, ks)
+	ks.readNames(entries)
+	for i, e := range entries {
+		if e.v&slotDisplaced != 0 {
+			old.countOverflows(hashOf(e.k), uint(from[i]), ^uint64(overflowUnit-1))
+		}
+		m.insertNew(e.k, e.v&^slotDisplaced)
+	}
 	m.growthLeft += len(entries) // placing counts them again: they were counted in old
 	if end == len(old.halves) {
 		m.old, m.drainAt, m.credit = nil, 0, 0
