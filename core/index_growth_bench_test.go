@@ -153,6 +153,7 @@ func growWhileMatching(b *testing.B, pairs int) {
 	slices.Sort(lat)
 	b.ReportMetric(float64(maxCPU)/1e3, "hold-cpu-max-us")
 	b.ReportMetric(float64(holds[len(holds)-1])/1e3, "hold-max-us")
+	b.ReportMetric(float64(holds[len(holds)/2])/1e3, "hold-p50-us")
 	b.ReportMetric(float64(holds[len(holds)*999/1000])/1e3, "hold-p99.9-us")
 	b.ReportMetric(float64(lat[len(lat)/2]), "match-p50-ns")
 	b.ReportMetric(float64(lat[len(lat)*99/100]), "match-p99-ns")
