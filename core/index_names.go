@@ -46,6 +46,9 @@ type nameTable struct {
 	// drainAt is old's next half to move; credit the mutations since the
 	// last move.
 	drainAt, credit int32
+	// next brings the halves of the next growth, made off the lock
+	// (prepareGrowth); nil when none were asked for.
+	next chan []nameHalf
 }
 
 type nameHalf struct {
@@ -496,11 +499,14 @@ func (m *nameTable) turnedOver() {
 const nameChurnMin = nameQuadrupleMax
 
 // reserve makes room for n more names at once: a store of n new blocks
-// grows its worker's table once, to the size it needs.
+// grows its worker's table once, to the size it needs. A large table
+// close to growing has its next halves made meanwhile (prepareGrowth).
 func (m *nameTable) reserve(n int, ks *nameKeys) {
 	if n > m.growthLeft {
 		m.grow(m.len()+n, ks)
+		return
 	}
+	m.prepareGrowth()
 }
 
 // capacity is how many names the table holds in that many halves before
@@ -724,7 +730,7 @@ func (m *nameTable) each(f func(b blockRef)) {
 
 // reset empties the table, keeping its memory unless it is large.
 func (m *nameTable) reset() {
-	m.old, m.drainAt, m.credit = nil, 0, 0
+	m.old, m.drainAt, m.credit, m.next = nil, 0, 0, nil
 	if len(m.halves) > 256 {
 		*m = nameTable{}
 		return

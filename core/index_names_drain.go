@@ -44,13 +44,61 @@ var nameDrainsForced atomic.Int64
 // current ones as old, to be drained.
 func (m *nameTable) startDrain(n int) {
 	old := *m
+	old.next = nil
 	m.old = &old
-	m.halves = make([]nameHalf, n)
+	m.halves = m.takeNext(n)
 	m.shift = uint8(64 - bits.TrailingZeros(uint(n)))
 	m.count = 0
 	m.growthLeft = m.capacity(n) - old.count
 	m.turned = 0
 	m.drainAt, m.credit = 0, 0
+}
+
+// namePrepareMin is the smallest table (1 MiB) whose next halves are
+// made off the lock: making a table's halves costs the writer that makes
+// them its pages' zeroing, their first-touch faults (a microsecond or so
+// a page: a 128-block section of inserts and drain steps into a fresh
+// 32 MiB table held the lock 400-600 us) and the garbage collector's
+// assist for the bytes; below it they are few.
+const namePrepareMin = 1 << 14
+
+// prepareGrowth starts making the halves of the table's next growth
+// (twice as many) in another goroutine, which writes to every page of
+// them, once the table is within an eighth of its capacity of growing:
+// late enough that the memory is not held long before it is used, early
+// enough that it is ready when the growth comes (takeNext).
+func (m *nameTable) prepareGrowth() {
+	if m.next != nil || m.old != nil || len(m.halves) < namePrepareMin || m.growthLeft > m.capacity(len(m.halves))/8 {
+		return
+	}
+	n := 2 * len(m.halves)
+	ch := make(chan []nameHalf, 1)
+	m.next = ch
+	go func() {
+		hs := make([]nameHalf, n)
+		const perPage = 4096 / 64
+		for i := 0; i < len(hs); i += perPage {
+			hs[i].ctrl = 0 // fault the page in
+		}
+		ch <- hs
+	}()
+}
+
+// takeNext returns n empty halves: those prepareGrowth made, when they
+// are ready and of that size, else new ones.
+func (m *nameTable) takeNext(n int) []nameHalf {
+	ch := m.next
+	m.next = nil
+	if ch != nil {
+		select {
+		case hs := <-ch:
+			if len(hs) == n {
+				return hs
+			}
+		default:
+		}
+	}
+	return make([]nameHalf, n)
 }
 
 // drainSome counts one mutation and moves the next nameDrainChunk old

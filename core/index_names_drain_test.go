@@ -3,6 +3,7 @@ package core
 import (
 	"math/rand/v2"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 )
@@ -83,5 +84,43 @@ func TestNameTableGrowthIsIncremental(t *testing.T) {
 				require.True(t, ok)
 			}
 		})
+	}
+}
+
+// A large table close to growing has its next halves made off the lock,
+// and the growth takes them: the insert that grows it does not allocate
+// (or fault in) the new table itself.
+func TestNameTableNextHalvesAreMadeAhead(t *testing.T) {
+	rng := rand.New(rand.NewPCG(4, 2))
+	ns := newNameSpace()
+	var m nameTable
+	var prepared *nameHalf
+	for i := 0; ; i++ {
+		require.Less(t, i, 1_000_000, "the table never grew past %d halves", 2*namePrepareMin)
+		k := rng.Uint64()
+		v := ns.block(k, k)
+		ks := ns.keys()
+		halves := len(m.halves)
+		m.reserve(1, &ks)
+		if m.next != nil && prepared == nil {
+			// Wait for the halves, and note which they are.
+			var hs []nameHalf
+			select {
+			case hs = <-m.next:
+			case <-time.After(10 * time.Second):
+				t.Fatal("the next halves were never made")
+			}
+			require.Len(t, hs, 2*len(m.halves))
+			prepared = &hs[0]
+			m.next <- hs
+		}
+		require.True(t, m.add(k, v, &ks))
+		if len(m.halves) != halves && halves >= namePrepareMin {
+			require.NotNil(t, prepared, "the table grew from %d halves without its next halves asked for", halves)
+			require.Same(t, prepared, &m.halves[0], "the growth made its own halves")
+			require.Nil(t, m.next)
+			require.NoError(t, checkNameTable(&m, &ks))
+			return
+		}
 	}
 }
