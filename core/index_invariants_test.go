@@ -316,13 +316,36 @@ func liveBlock(t *tree, b blockRef) bool {
 
 // checkHashTable verifies a table: its counts (entries, tombstones and
 // room left agree, the load stays at most 7/8), each full slot's tag,
-// and that every key is found where it is.
+// and that every key is found where it is; and those of the table it is
+// draining (hashTable.old), if any.
 func checkHashTable(m *hashTable) error {
-	n, tombs := 0, 0
-	for gi := range m.groups {
-		g := &m.groups[gi]
+	n, tombs, err := checkHashGroups(m, m, 0)
+	if err != nil {
+		return err
+	}
+	inOld := 0
+	if m.old != nil {
+		if inOld, _, err = checkHashGroups(m, m.old, atOld); err != nil {
+			return fmt.Errorf("old table: %w", err)
+		}
+		if inOld != m.old.count || int(m.drainAt) >= len(m.old.groups) {
+			return fmt.Errorf("old table counts %d entries, holds %d, drained to group %d of %d", m.old.count, inOld, m.drainAt, len(m.old.groups))
+		}
+	}
+	slots := len(m.groups) * groupSlots
+	if n != m.count || m.growthLeft != slots*3/4-n-tombs-inOld || m.growthLeft < 0 {
+		return fmt.Errorf("table counts %d entries and room for %d, holds %d (and %d in old) and %d tombstones in %d slots", m.count, m.growthLeft, n, inOld, tombs, slots)
+	}
+	return nil
+}
+
+// checkHashGroups checks the groups of t, m itself or m.old (then
+// flagged atOld), and returns how many entries and tombstones they hold.
+func checkHashGroups(m, t *hashTable, flag int) (n, tombs int, err error) {
+	for gi := range t.groups {
+		g := &t.groups[gi]
 		if g.ctrl>>56 != ctrlDeleted {
-			return fmt.Errorf("group %d's spare control byte is %#x", gi, g.ctrl>>56)
+			return 0, 0, fmt.Errorf("group %d's spare control byte is %#x", gi, g.ctrl>>56)
 		}
 		for i := range groupSlots {
 			switch c := g.ctrl >> (8 * i) & 0xff; {
@@ -333,24 +356,20 @@ func checkHashTable(m *hashTable) error {
 				n++
 				k := g.keys[i]
 				if c != hashOf(k)&0x7f {
-					return fmt.Errorf("key %d in group %d slot %d has tag %#x, want %#x", k, gi, i, c, hashOf(k)&0x7f)
+					return 0, 0, fmt.Errorf("key %d in group %d slot %d has tag %#x, want %#x", k, gi, i, c, hashOf(k)&0x7f)
 				}
-				if _, ok, at := m.find(k); !ok || at != gi<<slotShift|i {
-					return fmt.Errorf("key %d in group %d slot %d is found %v at %d", k, gi, i, ok, at)
+				if _, ok, at := m.find(k); !ok || at != gi<<slotShift|i|flag {
+					return 0, 0, fmt.Errorf("key %d in group %d slot %d is found %v at %#x", k, gi, i, ok, at)
 				}
 				if g.vals[i] == 0 {
-					return fmt.Errorf("key %d has value 0", k)
+					return 0, 0, fmt.Errorf("key %d has value 0", k)
 				}
 			default:
-				return fmt.Errorf("group %d slot %d has control byte %#x", gi, i, c)
+				return 0, 0, fmt.Errorf("group %d slot %d has control byte %#x", gi, i, c)
 			}
 		}
 	}
-	slots := len(m.groups) * groupSlots
-	if n != m.count || m.growthLeft != slots*3/4-n-tombs || m.growthLeft < 0 {
-		return fmt.Errorf("table counts %d entries and room for %d, holds %d and %d tombstones in %d slots", m.count, m.growthLeft, n, tombs, slots)
-	}
-	return nil
+	return n, tombs, nil
 }
 
 // checkNameTable checks a name table's layout: every entry's tag, that
