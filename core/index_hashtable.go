@@ -29,6 +29,9 @@ type hashTable struct {
 	old     *hashTable
 	drainAt int32 // old's next group to move
 	credit  int32 // mutations since the last move
+	// next brings the groups of the next doubling, made off the lock
+	// (prepareGrowth); nil when none were asked for.
+	next chan []hashGroup
 }
 
 type hashGroup struct {
@@ -196,6 +199,8 @@ func (m *hashTable) put(k, v uint64) {
 	}
 	if m.old != nil {
 		m.drainSome()
+	} else if m.growthLeft < len(m.groups)*groupSlots*3/32 {
+		m.prepareGrowth()
 	}
 }
 
@@ -314,7 +319,7 @@ func (m *hashTable) each(f func(k, v uint64)) {
 
 // reset empties the table, keeping its memory unless it is large.
 func (m *hashTable) reset() {
-	m.old, m.drainAt, m.credit = nil, 0, 0
+	m.old, m.drainAt, m.credit, m.next = nil, 0, 0, nil
 	if len(m.groups) > 128 {
 		*m = hashTable{}
 		return

@@ -38,15 +38,57 @@ var hashDrainsForced atomic.Int64
 // current ones as old, to be drained.
 func (m *hashTable) startDrain(n int) {
 	old := *m
+	old.next = nil
 	m.old = &old
-	m.groups = make([]hashGroup, n)
-	for i := range m.groups {
-		m.groups[i].ctrl = emptyCtrl
-	}
+	m.groups = m.takeNext(n)
 	m.shift = uint8(64 - bits.TrailingZeros(uint(n)))
 	m.count = 0
 	m.growthLeft = n*groupSlots*3/4 - old.count
 	m.drainAt, m.credit = 0, 0
+}
+
+// hashPrepareMin is the smallest table (2,048 groups, 256 KiB) whose
+// next groups are made off the lock: setting a large table's control
+// words costs the writer their pages' faults, a microsecond or so a page.
+const hashPrepareMin = 2048
+
+// prepareGrowth starts making the groups of the table's next doubling
+// in another goroutine, once the table is close to it (put asks when an
+// eighth of its room is left).
+func (m *hashTable) prepareGrowth() {
+	if m.next != nil || len(m.groups) < hashPrepareMin {
+		return
+	}
+	n := 2 * len(m.groups)
+	ch := make(chan []hashGroup, 1)
+	m.next = ch
+	go func() { ch <- emptyGroups(n) }()
+}
+
+// takeNext returns n empty groups: those prepareGrowth made, when they are
+// ready and of that size (a rehash that only clears tombstones keeps the
+// size), else new ones.
+func (m *hashTable) takeNext(n int) []hashGroup {
+	ch := m.next
+	m.next = nil
+	if ch != nil {
+		select {
+		case gs := <-ch:
+			if len(gs) == n {
+				return gs
+			}
+		default:
+		}
+	}
+	return emptyGroups(n)
+}
+
+func emptyGroups(n int) []hashGroup {
+	gs := make([]hashGroup, n)
+	for i := range gs {
+		gs[i].ctrl = emptyCtrl
+	}
+	return gs
 }
 
 // drainSome counts one mutation and moves the next hashDrainChunk old

@@ -3,6 +3,7 @@ package core
 import (
 	"math/rand/v2"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -165,5 +166,36 @@ func TestHashTableRehashIsIncremental(t *testing.T) {
 			m.each(func(k, v uint64) { got[k] = v })
 			require.Equal(t, want, got)
 		})
+	}
+}
+
+// A large table close to doubling has its next groups made off the lock,
+// and the rehash takes them.
+func TestHashTableNextGroupsAreMadeAhead(t *testing.T) {
+	rng := rand.New(rand.NewPCG(6, 1))
+	var m hashTable
+	var prepared *hashGroup
+	for i := 0; ; i++ {
+		require.Less(t, i, 1_000_000, "the table never grew past %d groups", 2*hashPrepareMin)
+		groups := len(m.groups)
+		m.put(rng.Uint64(), 1)
+		if m.next != nil && prepared == nil {
+			var gs []hashGroup
+			select {
+			case gs = <-m.next:
+			case <-time.After(10 * time.Second):
+				t.Fatal("the next groups were never made")
+			}
+			require.Len(t, gs, 2*len(m.groups))
+			prepared = &gs[0]
+			m.next <- gs
+		}
+		if len(m.groups) != groups && groups >= hashPrepareMin {
+			require.NotNil(t, prepared, "the table grew from %d groups without its next groups asked for", groups)
+			require.Same(t, prepared, &m.groups[0], "the rehash made its own groups")
+			require.Nil(t, m.next)
+			require.NoError(t, checkHashTable(&m))
+			return
+		}
 	}
 }
