@@ -352,12 +352,21 @@ func (m *nameTable) add(k, v uint64, ks *nameKeys) bool {
 	return true
 }
 
-// surelyAbsent reports whether the table's home half for hash h (with
-// tags and bits, as add computes them) shows a name of that hash absent:
-// no candidate there, and no name passed it.
+// surelyAbsent reports whether the table's bucket for hash h (with tags
+// and bits, as add computes them) shows a name of that hash absent: no
+// candidate in its home half, and no name passed that, or none in the
+// bucket's other half, where the probe goes next, and none passed it.
 func (m *nameTable) surelyAbsent(h, tags, bits uint64) bool {
-	hf := &m.halves[uint(h>>m.shift)]
-	return hf.ctrl&overflowMax == 0 && hf.candidates(tags, bits) == 0
+	i := uint(h >> m.shift)
+	hf := &m.halves[i]
+	if hf.candidates(tags, bits) != 0 {
+		return false
+	}
+	if hf.ctrl&overflowMax == 0 {
+		return true
+	}
+	pf := &m.halves[i^1]
+	return pf.ctrl&overflowMax == 0 && pf.candidates(tags, bits) == 0
 }
 
 // insertAbsent puts k -> v, k absent, at the slot find gave (at), or,

@@ -259,7 +259,7 @@ func prefetchStored(m *nameTable, blocks []StoredBlock, i int) {
 		// checked too (nameTable.add).
 		n := min(len(lines), len(blocks)-i)
 		for j := range n {
-			lines[j] = o.homeAddr(blocks[i+j].BlockHash)
+			lines[j] = o.bucketAddr(blocks[i+j].BlockHash)
 		}
 		for j := n; j < len(lines); j++ {
 			lines[j] = lines[0]
