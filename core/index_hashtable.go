@@ -22,6 +22,16 @@ type hashTable struct {
 	// before it must rehash (its load stays at most 3/4).
 	growthLeft int
 	shift      uint8 // 64 - log2(len(groups))
+	// old is the table a rehash left to drain into groups, a few groups
+	// at a time (index_hashtable_drain.go); nil when none. While it is
+	// there, count is the entries in groups, old.count those still in
+	// old, and growthLeft counts both.
+	old     *hashTable
+	drainAt int32 // old's next group to move
+	credit  int32 // mutations since the last move
+	// next brings the groups of the next doubling, made off the lock
+	// (prepareGrowth); nil when none were asked for.
+	next chan []hashGroup
 }
 
 type hashGroup struct {
@@ -91,7 +101,12 @@ func setCtrl(ctrl *uint64, i uint, b uint64) {
 // workers holding little cost little.
 const hashTableMinGroups = 1
 
-func (m *hashTable) len() int { return m.count }
+func (m *hashTable) len() int {
+	if m.old != nil {
+		return m.count + m.old.count
+	}
+	return m.count
+}
 
 func (m *hashTable) get(k uint64) (uint64, bool) {
 	v, ok, _ := m.find(k)
@@ -135,6 +150,11 @@ func (m *hashTable) find(k uint64) (v uint64, ok bool, at int) {
 			}
 		}
 		if matchEmpty(ctrl) != 0 {
+			if m.old != nil {
+				if v, ok, at := m.old.find(k); ok {
+					return v, true, at | atOld
+				}
+			}
 			return 0, false, free
 		}
 		g = (g + step) & mask
@@ -166,12 +186,21 @@ func (m *hashTable) insertAt(at int, k, v uint64) bool {
 func (m *hashTable) put(k, v uint64) {
 	_, ok, at := m.find(k)
 	if ok {
-		m.groups[uint(at)>>slotShift].vals[uint(at)&(1<<slotShift-1)] = v
+		groups := m.groups
+		if at&atOld != 0 {
+			groups, at = m.old.groups, at&^atOld
+		}
+		groups[uint(at)>>slotShift].vals[uint(at)&(1<<slotShift-1)] = v
 		return
 	}
 	if !m.insertAt(at, k, v) {
 		m.rehash()
 		m.insertNew(k, v)
+	}
+	if m.old != nil {
+		m.drainSome()
+	} else if m.growthLeft < len(m.groups)*groupSlots*3/32 {
+		m.prepareGrowth()
 	}
 }
 
@@ -201,6 +230,9 @@ func (m *hashTable) del(k uint64) bool {
 	_, ok, at := m.find(k)
 	if ok {
 		m.delAt(at)
+		if m.old != nil {
+			m.drainSome()
+		}
 	}
 	return ok
 }
@@ -209,6 +241,11 @@ func (m *hashTable) del(k uint64) bool {
 // empty slot, so a slot of such a group can simply become empty; in a
 // full group it becomes a tombstone, which keeps probes going past it.
 func (m *hashTable) delAt(at int) {
+	if at&atOld != 0 {
+		m.old.delAt(at &^ atOld)
+		m.growthLeft++ // its room was counted in m's
+		return
+	}
 	g := &m.groups[uint(at)>>slotShift]
 	i := uint(at) & (1<<slotShift - 1)
 	g.keys[i], g.vals[i] = 0, 0
@@ -227,9 +264,21 @@ func (m *hashTable) delAt(at int) {
 // slots, fuller groups send more probes and inserts on to the next group,
 // which measured slower on the replayed traces.)
 func (m *hashTable) rehash() {
+	if m.old != nil {
+		// Rehashing again before old is drained (which the drain's pace
+		// rules out: TestHashTableRehashIsIncremental): finish it first.
+		hashDrainsForced.Add(1)
+		for m.old != nil {
+			m.drain(hashDrainChunk)
+		}
+	}
 	n := max(hashTableMinGroups, len(m.groups))
 	if 2*m.count >= n*groupSlots*3/4 {
 		n = max(hashTableMinGroups, 2*len(m.groups))
+	}
+	if len(m.groups) >= hashDrainMin {
+		m.startDrain(n)
+		return
 	}
 	m.rehashTo(n)
 }
@@ -256,6 +305,9 @@ func (m *hashTable) rehashTo(n int) {
 // each calls f for every entry, in slot order; f must not change the
 // table.
 func (m *hashTable) each(f func(k, v uint64)) {
+	if m.old != nil {
+		m.old.each(f)
+	}
 	for gi := range m.groups {
 		g := &m.groups[gi]
 		for c := matchFull(g.ctrl); c != 0; c &= c - 1 {
@@ -267,6 +319,7 @@ func (m *hashTable) each(f func(k, v uint64)) {
 
 // reset empties the table, keeping its memory unless it is large.
 func (m *hashTable) reset() {
+	m.old, m.drainAt, m.credit, m.next = nil, 0, 0, nil
 	if len(m.groups) > 128 {
 		*m = hashTable{}
 		return

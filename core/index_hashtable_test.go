@@ -3,6 +3,7 @@ package core
 import (
 	"math/rand/v2"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -94,5 +95,107 @@ func TestHashTableChurnKeepsItsSize(t *testing.T) {
 		v, ok := m.get(k)
 		require.True(t, ok)
 		require.Equal(t, k|1, v)
+	}
+}
+
+// A large table rehashes without moving its entries at once: after a
+// rehash the old groups stay beside the new ones, each mutation moves at
+// most one drain step's entries, the old table is empty before the next
+// rehash (none forced), and every key is found throughout.
+func TestHashTableRehashIsIncremental(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		deleteOne int // one delete to this many inserts (0: none)
+	}{
+		{"only inserts", 0},
+		{"one delete to three inserts", 3},
+		{"churn at a steady size", 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rng := rand.New(rand.NewPCG(13, uint64(tc.deleteOne)))
+			var m hashTable
+			want := map[uint64]uint64{}
+			var keys []uint64
+			forced := hashDrainsForced.Load()
+			rehashes, drained, maxMoved := 0, 0, 0
+			for i := range 300_000 {
+				if tc.deleteOne == 1 && len(keys) >= 20_000 && i%2 == 1 || tc.deleteOne > 1 && i%tc.deleteOne == 0 && len(keys) > 0 {
+					j := rng.IntN(len(keys))
+					require.True(t, m.del(keys[j]))
+					delete(want, keys[j])
+					keys[j] = keys[len(keys)-1]
+					keys = keys[:len(keys)-1]
+					continue
+				}
+				k, v := rng.Uint64(), 1+rng.Uint64()>>1
+				groups, old := len(m.groups), m.old
+				inOld := 0
+				if old != nil {
+					inOld = old.count
+				}
+				m.put(k, v)
+				want[k] = v
+				keys = append(keys, k)
+				switch {
+				case m.old != nil && m.old != old:
+					rehashes++
+					require.Equal(t, groups, len(m.old.groups))
+					require.LessOrEqual(t, m.count, 1, "the rehash moved entries at once")
+					require.NoError(t, checkHashTable(&m))
+				case old != nil:
+					moved := inOld
+					if m.old != nil {
+						moved -= m.old.count
+					} else {
+						drained++
+						require.NoError(t, checkHashTable(&m))
+					}
+					maxMoved = max(maxMoved, moved)
+				}
+				if m.old != nil && i%997 == 0 {
+					require.NoError(t, checkHashTable(&m))
+				}
+			}
+			require.Greater(t, rehashes, 2)
+			require.Positive(t, drained, "no rehash was drained")
+			require.LessOrEqual(t, maxMoved, hashDrainChunk*groupSlots, "entries moved by one insert")
+			require.Positive(t, maxMoved)
+			require.Equal(t, forced, hashDrainsForced.Load(), "a rehash had to finish the previous one's drain")
+			require.Equal(t, len(want), m.len())
+			got := map[uint64]uint64{}
+			m.each(func(k, v uint64) { got[k] = v })
+			require.Equal(t, want, got)
+		})
+	}
+}
+
+// A large table close to doubling has its next groups made off the lock,
+// and the rehash takes them.
+func TestHashTableNextGroupsAreMadeAhead(t *testing.T) {
+	rng := rand.New(rand.NewPCG(6, 1))
+	var m hashTable
+	var prepared *hashGroup
+	for i := 0; ; i++ {
+		require.Less(t, i, 1_000_000, "the table never grew past %d groups", 2*hashPrepareMin)
+		groups := len(m.groups)
+		m.put(rng.Uint64(), 1)
+		if m.next != nil && prepared == nil {
+			var gs []hashGroup
+			select {
+			case gs = <-m.next:
+			case <-time.After(10 * time.Second):
+				t.Fatal("the next groups were never made")
+			}
+			require.Len(t, gs, 2*len(m.groups))
+			prepared = &gs[0]
+			m.next <- gs
+		}
+		if len(m.groups) != groups && groups >= hashPrepareMin {
+			require.NotNil(t, prepared, "the table grew from %d groups without its next groups asked for", groups)
+			require.Same(t, prepared, &m.groups[0], "the rehash made its own groups")
+			require.Nil(t, m.next)
+			require.NoError(t, checkHashTable(&m))
+			return
+		}
 	}
 }

@@ -316,13 +316,36 @@ func liveBlock(t *tree, b blockRef) bool {
 
 // checkHashTable verifies a table: its counts (entries, tombstones and
 // room left agree, the load stays at most 7/8), each full slot's tag,
-// and that every key is found where it is.
+// and that every key is found where it is; and those of the table it is
+// draining (hashTable.old), if any.
 func checkHashTable(m *hashTable) error {
-	n, tombs := 0, 0
-	for gi := range m.groups {
-		g := &m.groups[gi]
+	n, tombs, err := checkHashGroups(m, m, 0)
+	if err != nil {
+		return err
+	}
+	inOld := 0
+	if m.old != nil {
+		if inOld, _, err = checkHashGroups(m, m.old, atOld); err != nil {
+			return fmt.Errorf("old table: %w", err)
+		}
+		if inOld != m.old.count || int(m.drainAt) >= len(m.old.groups) {
+			return fmt.Errorf("old table counts %d entries, holds %d, drained to group %d of %d", m.old.count, inOld, m.drainAt, len(m.old.groups))
+		}
+	}
+	slots := len(m.groups) * groupSlots
+	if n != m.count || m.growthLeft != slots*3/4-n-tombs-inOld || m.growthLeft < 0 {
+		return fmt.Errorf("table counts %d entries and room for %d, holds %d (and %d in old) and %d tombstones in %d slots", m.count, m.growthLeft, n, inOld, tombs, slots)
+	}
+	return nil
+}
+
+// checkHashGroups checks the groups of t, m itself or m.old (then
+// flagged atOld), and returns how many entries and tombstones they hold.
+func checkHashGroups(m, t *hashTable, flag int) (n, tombs int, err error) {
+	for gi := range t.groups {
+		g := &t.groups[gi]
 		if g.ctrl>>56 != ctrlDeleted {
-			return fmt.Errorf("group %d's spare control byte is %#x", gi, g.ctrl>>56)
+			return 0, 0, fmt.Errorf("group %d's spare control byte is %#x", gi, g.ctrl>>56)
 		}
 		for i := range groupSlots {
 			switch c := g.ctrl >> (8 * i) & 0xff; {
@@ -333,72 +356,88 @@ func checkHashTable(m *hashTable) error {
 				n++
 				k := g.keys[i]
 				if c != hashOf(k)&0x7f {
-					return fmt.Errorf("key %d in group %d slot %d has tag %#x, want %#x", k, gi, i, c, hashOf(k)&0x7f)
+					return 0, 0, fmt.Errorf("key %d in group %d slot %d has tag %#x, want %#x", k, gi, i, c, hashOf(k)&0x7f)
 				}
-				if _, ok, at := m.find(k); !ok || at != gi<<slotShift|i {
-					return fmt.Errorf("key %d in group %d slot %d is found %v at %d", k, gi, i, ok, at)
+				if _, ok, at := m.find(k); !ok || at != gi<<slotShift|i|flag {
+					return 0, 0, fmt.Errorf("key %d in group %d slot %d is found %v at %#x", k, gi, i, ok, at)
 				}
 				if g.vals[i] == 0 {
-					return fmt.Errorf("key %d has value 0", k)
+					return 0, 0, fmt.Errorf("key %d has value 0", k)
 				}
 			default:
-				return fmt.Errorf("group %d slot %d has control byte %#x", gi, i, c)
+				return 0, 0, fmt.Errorf("group %d slot %d has control byte %#x", gi, i, c)
 			}
 		}
 	}
-	slots := len(m.groups) * groupSlots
-	if n != m.count || m.growthLeft != slots*3/4-n-tombs || m.growthLeft < 0 {
-		return fmt.Errorf("table counts %d entries and room for %d, holds %d and %d tombstones in %d slots", m.count, m.growthLeft, n, tombs, slots)
-	}
-	return nil
+	return n, tombs, nil
 }
 
 // checkNameTable checks a name table's layout: every entry's tag, that
 // find finds it where it is, that the aliased mark agrees with the
 // tree's, the counts, and every half's overflow count (recounted from
-// each entry's probe, unless saturated).
+// each entry's probe, unless saturated). A table being drained
+// (nameTable.old) is checked too.
 func checkNameTable(m *nameTable, ks *nameKeys) error {
+	n, err := checkNameHalves(m, m, ks, 0)
+	if err != nil {
+		return err
+	}
+	inOld := 0
+	if m.old != nil {
+		if inOld, err = checkNameHalves(m, m.old, ks, atOld); err != nil {
+			return fmt.Errorf("old table: %w", err)
+		}
+		if inOld != m.old.count || int(m.drainAt) >= len(m.old.halves) {
+			return fmt.Errorf("old table counts %d entries, holds %d, drained to half %d of %d", m.old.count, inOld, m.drainAt, len(m.old.halves))
+		}
+	}
+	if n != m.count || m.growthLeft != m.capacity(len(m.halves))-n-inOld {
+		return fmt.Errorf("table counts %d entries and room for %d, holds %d (and %d in old) in %d halves", m.count, m.growthLeft, n, inOld, len(m.halves))
+	}
+	return nil
+}
+
+// checkNameHalves checks the halves of t, m itself or m.old (then
+// flagged atOld), and returns how many entries they hold.
+func checkNameHalves(m, t *nameTable, ks *nameKeys, flag int) (int, error) {
 	n := 0
-	overflows := make([]int, len(m.halves))
-	for i := range m.halves {
-		hf := &m.halves[i]
+	overflows := make([]int, len(t.halves))
+	for i := range t.halves {
+		hf := &t.halves[i]
 		for j := range groupSlots {
 			switch c := hf.ctrl >> (8 * j) & 0xff; {
 			case c == 0:
 				if hf.slots[j] != 0 {
-					return fmt.Errorf("empty slot %d of half %d holds %x", j, i, hf.slots[j])
+					return 0, fmt.Errorf("empty slot %d of half %d holds %x", j, i, hf.slots[j])
 				}
 			default:
 				n++
 				w := hf.slots[j]
 				v := w &^ slotMeta
 				k := ks.of(v)
-				if home := uint(hashOf(k)>>m.shift) == uint(i); w != slotWord(v, hashOf(k), home) {
-					return fmt.Errorf("name %d in half %d slot %d (home %v) keeps %#x", k, i, j, home, w)
+				if home := uint(hashOf(k)>>t.shift) == uint(i); w != slotWord(v, hashOf(k), home) {
+					return 0, fmt.Errorf("name %d in half %d slot %d (home %v) keeps %#x", k, i, j, home, w)
 				}
 				if c != slotUsed|hashOf(k)&0x7f {
-					return fmt.Errorf("name %d in half %d slot %d has control byte %#x, want %#x", k, i, j, c, slotUsed|hashOf(k)&0x7f)
+					return 0, fmt.Errorf("name %d in half %d slot %d has control byte %#x, want %#x", k, i, j, c, slotUsed|hashOf(k)&0x7f)
 				}
 				if _, aliased := ks.aliases[aliasKey{blockRef(v &^ slotAliased), ks.wi}]; aliased != (v&slotAliased != 0) {
-					return fmt.Errorf("name %d in half %d slot %d: aliased mark %v, alias in the tree %v", k, i, j, v&slotAliased != 0, aliased)
+					return 0, fmt.Errorf("name %d in half %d slot %d: aliased mark %v, alias in the tree %v", k, i, j, v&slotAliased != 0, aliased)
 				}
-				if _, ok, at := m.find(k, ks); !ok || at != i<<slotShift|j {
-					return fmt.Errorf("name %d in half %d slot %d is found %v at %d", k, i, j, ok, at)
+				if _, ok, at := m.find(k, ks); !ok || at != i<<slotShift|j|flag {
+					return 0, fmt.Errorf("name %d in half %d slot %d is found %v at %#x", k, i, j, ok, at)
 				}
-				p := m.probeOf(hashOf(k))
+				p := t.probeOf(hashOf(k))
 				for h := p.h; h != uint(i); h = p.next() {
 					overflows[h]++
 				}
 			}
 		}
 	}
-	for i := range m.halves {
-		if got := int(m.halves[i].ctrl >> 56); got != 255 && got != overflows[i] {
-			return fmt.Errorf("half %d counts %d overflows, %d names passed it", i, got, overflows[i])
+	for i := range t.halves {
+		if got := int(t.halves[i].ctrl >> 56); got != 255 && got != overflows[i] {
+			return 0, fmt.Errorf("half %d counts %d overflows, %d names passed it", i, got, overflows[i])
 		}
 	}
-	if n != m.count || m.growthLeft != m.capacity(len(m.halves))-n {
-		return fmt.Errorf("table counts %d entries and room for %d, holds %d in %d halves", m.count, m.growthLeft, n, len(m.halves))
-	}
-	return nil
+	return n, nil
 }

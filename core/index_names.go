@@ -38,6 +38,17 @@ type nameTable struct {
 	turned     int   // deletes since the table last grew or turned over
 	shift      uint8 // 64 - log2(len(halves))
 	churned    bool  // the table turned over at a steady size: its load is kept lower (capacity)
+	// old is the table a growth left to drain into halves, a few halves
+	// at a time (index_names_drain.go); nil when none. While it is there,
+	// count is the names in halves, old.count the names still in old,
+	// and growthLeft counts both.
+	old *nameTable
+	// drainAt is old's next half to move; credit the mutations since the
+	// last move.
+	drainAt, credit int32
+	// next brings the halves of the next growth, made off the lock
+	// (prepareGrowth); nil when none were asked for.
+	next chan []nameHalf
 }
 
 type nameHalf struct {
@@ -140,7 +151,12 @@ func (ks *nameKeys) of(v uint64) uint64 {
 	return s.exts[b.pos()-s.base]
 }
 
-func (m *nameTable) len() int { return m.count }
+func (m *nameTable) len() int {
+	if m.old != nil {
+		return m.count + m.old.count
+	}
+	return m.count
+}
 
 // probe is the sequence of halves a key visits: its home, its bucket's
 // other half, then the halves of buckets at triangular steps (which reach
@@ -198,8 +214,17 @@ func (m *nameTable) find(k uint64, ks *nameKeys) (v uint64, ok bool, at int) {
 			break
 		}
 	}
+	if m.old != nil {
+		if v, ok, at := m.old.find(k, ks); ok {
+			return v, true, at | atOld
+		}
+	}
 	return 0, false, free
 }
+
+// atOld marks a slot position (find's at) in the table being drained,
+// m.old, rather than in m's own halves.
+const atOld = 1 << 30
 
 // take removes k, a name expected to be there (a removal's), and
 // returns its entry. Its home half, checked first without the general
@@ -231,14 +256,20 @@ func (m *nameTable) take(k uint64, ks *nameKeys, guess blockRef, guessName uint6
 		hf.ctrl = ctrl &^ (0xff << (8 * j))
 		hf.slots[j] = 0
 		m.deleted()
+		if m.old != nil {
+			m.drainSome(ks)
+		}
 		return w &^ slotMeta, true
 	}
-	if ctrl&overflowMax == 0 {
+	if ctrl&overflowMax == 0 && m.old == nil {
 		return 0, false
 	}
 	v, ok, at := m.find(k, ks)
 	if ok {
 		m.delAt(at, k)
+		if m.old != nil {
+			m.drainSome(ks)
+		}
 	}
 	return v, ok
 }
@@ -291,15 +322,21 @@ func (m *nameTable) add(k, v uint64, ks *nameKeys) bool {
 				pf := &m.halves[i^1]
 				absent = pf.ctrl&overflowMax == 0 && pf.candidates(tags, bits) == 0
 			}
+			if absent && m.old != nil {
+				absent = m.old.surelyAbsent(h, tags, bits)
+			}
 			if absent {
 				if j := uint(firstByte(^ctrl & slotsMSB)); j < groupSlots { // a free slot
 					hf.ctrl = ctrl&^(0xff<<(8*j)) | tag<<(8*j)
 					hf.slots[j] = slotWord(v, h, true)
 					m.count++
 					m.growthLeft--
-					return true
+				} else {
+					m.insertNew(k, v) // its home is full: it overflows
 				}
-				m.insertNew(k, v) // its home is full: it overflows
+				if m.old != nil {
+					m.drainSome(ks)
+				}
 				return true
 			}
 		}
@@ -309,7 +346,27 @@ func (m *nameTable) add(k, v uint64, ks *nameKeys) bool {
 		return false
 	}
 	m.insertAbsent(at, k, v, ks)
+	if m.old != nil {
+		m.drainSome(ks)
+	}
 	return true
+}
+
+// surelyAbsent reports whether the table's bucket for hash h (with tags
+// and bits, as add computes them) shows a name of that hash absent: no
+// candidate in its home half, and no name passed that, or none in the
+// bucket's other half, where the probe goes next, and none passed it.
+func (m *nameTable) surelyAbsent(h, tags, bits uint64) bool {
+	i := uint(h >> m.shift)
+	hf := &m.halves[i]
+	if hf.candidates(tags, bits) != 0 {
+		return false
+	}
+	if hf.ctrl&overflowMax == 0 {
+		return true
+	}
+	pf := &m.halves[i^1]
+	return pf.ctrl&overflowMax == 0 && pf.candidates(tags, bits) == 0
 }
 
 // insertAbsent puts k -> v, k absent, at the slot find gave (at), or,
@@ -319,7 +376,7 @@ func (m *nameTable) insertAbsent(at int, k, v uint64, ks *nameKeys) {
 		return
 	}
 	if m.growthLeft <= 0 {
-		m.grow(m.count+1, ks)
+		m.grow(m.len()+1, ks)
 	}
 	m.insertNew(k, v)
 }
@@ -328,11 +385,18 @@ func (m *nameTable) insertAbsent(at int, k, v uint64, ks *nameKeys) {
 func (m *nameTable) put(k, v uint64, ks *nameKeys) {
 	_, ok, at := m.find(k, ks)
 	if ok {
-		w := &m.halves[uint(at)>>slotShift].slots[uint(at)&(1<<slotShift-1)]
+		halves := m.halves
+		if at&atOld != 0 {
+			halves, at = m.old.halves, at&^atOld
+		}
+		w := &halves[uint(at)>>slotShift].slots[uint(at)&(1<<slotShift-1)]
 		*w = *w&slotMeta | v
 		return
 	}
 	m.insertAbsent(at, k, v, ks)
+	if m.old != nil {
+		m.drainSome(ks)
+	}
 }
 
 // insertNew puts k, known absent, into a table with room for it.
@@ -373,6 +437,9 @@ func (m *nameTable) del(k uint64, ks *nameKeys) bool {
 	_, ok, at := m.find(k, ks)
 	if ok {
 		m.delAt(at, k)
+		if m.old != nil {
+			m.drainSome(ks)
+		}
 	}
 	return ok
 }
@@ -380,6 +447,11 @@ func (m *nameTable) del(k uint64, ks *nameKeys) bool {
 // delAt removes k, found in slot at: the slot becomes empty, and the
 // halves k's probe passed on the way there count one overflow fewer.
 func (m *nameTable) delAt(at int, k uint64) {
+	if at&atOld != 0 {
+		m.old.delAt(at&^atOld, k)
+		m.freed()
+		return
+	}
 	half := uint(at) >> slotShift
 	j := uint(at) & (1<<slotShift - 1)
 	if h := hashOf(k); uint(h>>m.shift) != half {
@@ -394,8 +466,13 @@ func (m *nameTable) delAt(at int, k uint64) {
 // deleted counts a name just taken out of its slot.
 func (m *nameTable) deleted() {
 	m.count--
+	m.freed()
+}
+
+// freed counts a name taken out of the table, from its halves or old's.
+func (m *nameTable) freed() {
 	m.growthLeft++
-	if m.turned++; m.turned >= m.count {
+	if m.turned++; m.turned >= m.len() {
 		m.turnedOver()
 	}
 }
@@ -413,6 +490,12 @@ func (m *nameTable) deleted() {
 // doubled). A table below nameChurnMin is left alone: its probes stay in
 // the nearest caches, and doubling it would buy little for its memory.
 func (m *nameTable) turnedOver() {
+	if m.old != nil {
+		// Not while draining: a lower capacity could make the next insert
+		// grow the table before old is drained. The next delete asks
+		// again.
+		return
+	}
 	m.turned = 0
 	if !m.churned && len(m.halves) >= nameChurnMin {
 		m.churned = true
@@ -425,11 +508,14 @@ func (m *nameTable) turnedOver() {
 const nameChurnMin = nameQuadrupleMax
 
 // reserve makes room for n more names at once: a store of n new blocks
-// grows its worker's table once, to the size it needs.
+// grows its worker's table once, to the size it needs. A large table
+// close to growing has its next halves made meanwhile (prepareGrowth).
 func (m *nameTable) reserve(n int, ks *nameKeys) {
 	if n > m.growthLeft {
-		m.grow(m.count+n, ks)
+		m.grow(m.len()+n, ks)
+		return
 	}
+	m.prepareGrowth()
 }
 
 // capacity is how many names the table holds in that many halves before
@@ -441,20 +527,28 @@ func (m *nameTable) capacity(halves int) int {
 	return halves * groupSlots * 7 / 8
 }
 
-// grow moves every entry into a table with room for need names: four
-// times larger while it is small (under nameQuadrupleMax halves), twice
-// beyond. A worker that grows keeps growing, and quadrupling moves each
+// grow makes a table with room for need names: four times larger while
+// it is small (under nameQuadrupleMax halves), twice beyond. A small
+// table's entries move at once; a larger one's (nameDrainMin halves and
+// up) a few halves at a time, by the mutations that follow
+// (index_names_drain.go), so that no mutation pays for the whole table. A worker that grows keeps growing, and quadrupling moves each
 // name about a third as often as doubling; past a few tens of kilobytes
 // the memory (and its first-touch page faults) costs more than the moves
 // saved, as measured on the replayed traces.
 //
-// An entry in its home half moves by the hash bits its slot keeps
-// (moveHome), in one pass over the old table. The others (all of them
-// outside the sizes those bits serve) have their names read back, to
-// hash them, before any is placed: a gather whose misses overlap, the
-// segments of the entries 4*namePrefetch ahead and the names
-// 2*namePrefetch ahead being fetched while the current one is read.
+// In a small table that moves at once, an entry in its home half moves
+// by the hash bits its slot keeps (moveHome), in one pass over the old
+// table. The others (all of them outside the sizes those bits serve) have
+// their names read back (place).
 func (m *nameTable) grow(need int, ks *nameKeys) {
+	if m.old != nil {
+		// Growing again before old is drained (which the drain's pace
+		// makes rare: TestNameTableGrowthIsIncremental): finish it first.
+		nameDrainsForced.Add(1)
+		for m.old != nil {
+			m.drain(ks, nameDrainChunk)
+		}
+	}
 	n := max(2, len(m.halves))
 	for m.capacity(n) < need {
 		if n < nameQuadrupleMax {
@@ -462,6 +556,10 @@ func (m *nameTable) grow(need int, ks *nameKeys) {
 		} else {
 			n *= 2
 		}
+	}
+	if len(m.halves) >= nameDrainMin {
+		m.startDrain(n)
+		return
 	}
 	old := m.halves
 	m.halves = make([]nameHalf, n)
@@ -490,6 +588,29 @@ func (m *nameTable) grow(need int, ks *nameKeys) {
 			}
 		}
 	}
+	m.place(entries, ks)
+	// The scratch is kept (fresh pages cost a process that has just
+	// started as much as the moves), unless it is large.
+	if ks.scratch != nil && cap(entries) <= nameScratchMax {
+		*ks.scratch = entries[:0]
+	}
+}
+
+// place puts entries (their v set, k not yet), absent, into the table,
+// which has room for them. Their names are read back, to hash them,
+// before any is placed: a gather whose misses overlap, the segments of
+// the entries 4*namePrefetch ahead and the names 2*namePrefetch ahead
+// being fetched while the current one is read.
+func (m *nameTable) place(entries []nameEntry, ks *nameKeys) {
+	ks.readNames(entries)
+	for _, e := range entries {
+		m.insertNew(e.k, e.v)
+	}
+}
+
+// readNames sets the names (k) of entries (v set, its slotMeta bits
+// ignored), in a gather whose misses overlap.
+func (ks *nameKeys) readNames(entries []nameEntry) {
 	for i := 0; i < 4*namePrefetch; i += namePrefetch {
 		ks.prefetchSegments(entries, i)
 	}
@@ -502,14 +623,6 @@ func (m *nameTable) grow(need int, ks *nameKeys) {
 			ks.prefetchNames(entries, i+2*namePrefetch)
 		}
 		entries[i].k = ks.of(entries[i].v)
-	}
-	for _, e := range entries {
-		m.insertNew(e.k, e.v)
-	}
-	// The scratch is kept (fresh pages cost a process that has just
-	// started as much as the moves), unless it is large.
-	if ks.scratch != nil && cap(entries) <= nameScratchMax {
-		*ks.scratch = entries[:0]
 	}
 }
 
@@ -575,7 +688,7 @@ func (ks *nameKeys) prefetchSegments(vs []nameEntry, i int) {
 	}
 	var lines [8]unsafe.Pointer
 	for j := range lines {
-		b := blockRef(vs[min(i+j, len(vs)-1)].v &^ slotAliased)
+		b := blockRef(vs[min(i+j, len(vs)-1)].v &^ (slotAliased | slotMeta))
 		lines[j] = unsafe.Pointer(&ks.segs[b.seg()])
 	}
 	prefetch8(&lines)
@@ -588,7 +701,7 @@ func (ks *nameKeys) prefetchNames(vs []nameEntry, i int) {
 	var lines [8]unsafe.Pointer
 	for j := range lines {
 		v := vs[min(i+j, len(vs)-1)].v
-		b := blockRef(v &^ slotAliased)
+		b := blockRef(v &^ (slotAliased | slotMeta))
 		s := &ks.segs[b.seg()]
 		lines[j] = unsafe.Pointer(s)
 		if v&slotAliased == 0 {
@@ -613,6 +726,9 @@ func (m *nameTable) bucketAddr(k uint64) unsafe.Pointer {
 // each calls f for every block the table holds (slotAliased cleared), in
 // slot order; f must not change the table.
 func (m *nameTable) each(f func(b blockRef)) {
+	if m.old != nil {
+		m.old.each(f)
+	}
 	for i := range m.halves {
 		hf := &m.halves[i]
 		for c := hf.ctrl & slotsMSB; c != 0; c &= c - 1 {
@@ -623,6 +739,7 @@ func (m *nameTable) each(f func(b blockRef)) {
 
 // reset empties the table, keeping its memory unless it is large.
 func (m *nameTable) reset() {
+	m.old, m.drainAt, m.credit, m.next = nil, 0, 0, nil
 	if len(m.halves) > 256 {
 		*m = nameTable{}
 		return

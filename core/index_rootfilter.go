@@ -132,7 +132,12 @@ func (t *tree) rootUnlinked(l uint64) {
 	}
 }
 
+// rootChildren counts the root's children: its child table's entries
+// (the root has one from childMapMin children on, below rootFilterMin).
 func (t *tree) rootChildren() int {
+	if m := t.runs[rootRun].childMap; m != 0 {
+		return t.childMaps[m].len()
+	}
 	n := 0
 	for c := t.runs[rootRun].firstChild; c != noRun; c = t.runs[c].next {
 		n++
@@ -156,8 +161,15 @@ func (t *tree) rebuildRootFilter() {
 		words *= 2
 	}
 	ws := make(filterWords, words)
-	for c := t.runs[rootRun].firstChild; c != noRun; c = t.runs[c].next {
-		ws.count(t.runs[c].key, true)
+	// The keys are read from the root's child table, whose groups hold
+	// them side by side, not by walking the sibling list, a cache miss a
+	// child (a rebuild over 16k children held the lock ~3 ms that way).
+	if m := t.runs[rootRun].childMap; m != 0 {
+		t.childMaps[m].each(func(k, _ uint64) { ws.count(k, true) })
+	} else {
+		for c := t.runs[rootRun].firstChild; c != noRun; c = t.runs[c].next {
+			ws.count(t.runs[c].key, true)
+		}
 	}
 	f.keys, f.stuck = n, 0
 	f.words.Store(&ws)

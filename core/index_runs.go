@@ -213,7 +213,7 @@ func (t *tree) newSegment(n int) uint32 {
 			// or more): the process is out of memory in all but name.
 			panic(fmt.Sprintf("kvhash: the index holds %d block runs at once, the most it can", maxSegments))
 		}
-		t.segs = append(t.segs, blockSegment{})
+		t.segs = appendAhead(t.segs, blockSegment{}, &t.segsNext)
 		id = uint32(len(t.segs) - 1)
 	}
 	a := t.pool.get(n)
@@ -230,7 +230,7 @@ func (t *tree) newRun() uint32 {
 		id = t.runFree
 		t.runFree = t.runs[id].next
 	} else {
-		t.runs = append(t.runs, run{})
+		t.runs = appendAhead(t.runs, run{}, &t.runsNext)
 		id = uint32(len(t.runs) - 1)
 	}
 	// A free run keeps its holders' array for the next (runs come and go

@@ -254,6 +254,18 @@ func prefetchStored(m *nameTable, blocks []StoredBlock, i int) {
 		return
 	}
 	var lines [8]unsafe.Pointer
+	if o := m.old; o != nil {
+		// A table being drained: a new name's home in the old halves is
+		// checked too (nameTable.add).
+		n := min(len(lines), len(blocks)-i)
+		for j := range n {
+			lines[j] = o.bucketAddr(blocks[i+j].BlockHash)
+		}
+		for j := n; j < len(lines); j++ {
+			lines[j] = lines[0]
+		}
+		prefetch8(&lines)
+	}
 	if m.churned {
 		n := min(len(lines), len(blocks)-i)
 		for j := range n {

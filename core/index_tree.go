@@ -18,6 +18,10 @@ type tree struct {
 	live      uint64 // blocks in the tree
 	childMaps []hashTable
 	freeMaps  []uint32
+	// runsNext and segsNext bring the next arrays of runs and segs, made
+	// off the lock (appendAhead); nil when none were asked for.
+	runsNext chan []run
+	segsNext chan []blockSegment
 	// rootFilter answers most lookups of a first block no run starts with.
 	rootFilter rootFilter
 	// nameScratch is the name tables' growth memory (nameTable.grow).

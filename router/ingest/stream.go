@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -39,6 +40,10 @@ type stream struct {
 	log      *slog.Logger
 	inbox    chan item
 	dec      *Decoder
+	// queued is the bytes of the messages in inbox or being handled
+	// (Options.QueueBytes); room is signalled when it goes down.
+	queued atomic.Int64
+	room   chan struct{}
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -63,6 +68,7 @@ func (s *Subscriber) newStream(src Source, replayEP string) *stream {
 		log: s.opts.Logger.With("model", src.Model, "worker_id", src.WorkerID,
 			"dp_rank", src.DPRank, "endpoint", src.Endpoint),
 		inbox: make(chan item, s.opts.QueueLen),
+		room:  make(chan struct{}, 1),
 		dec:   NewDecoder(),
 		ctx:   ctx, cancel: cancel,
 		topic: src.Topic,
@@ -93,6 +99,11 @@ func (st *stream) stop() {
 // receiver wait (counted), never drop: the wait backs up into the socket,
 // and from there into the engine's PUB high-water mark.
 func (st *stream) enqueue(it item) error {
+	if it.kind == itemMessage {
+		if err := st.reserve(it.size()); err != nil {
+			return err
+		}
+	}
 	select {
 	case st.inbox <- it:
 		return nil
@@ -107,6 +118,39 @@ func (st *stream) enqueue(it item) error {
 	}
 }
 
+// reserve counts n more bytes queued, waiting (counted, like a full
+// queue) while the queue holds other messages and n would take it past
+// Options.QueueBytes.
+func (st *stream) reserve(n int64) error {
+	waited := false
+	for {
+		q := st.queued.Load()
+		if q == 0 || q+n <= int64(st.sub.opts.QueueBytes) {
+			if st.queued.CompareAndSwap(q, q+n) {
+				return nil
+			}
+			continue
+		}
+		if !waited {
+			waited = true
+			st.sub.stats.QueueWaits.Add(1)
+		}
+		select {
+		case <-st.room:
+		case <-st.ctx.Done():
+			return errStopped
+		}
+	}
+}
+
+func (it *item) size() int64 {
+	n := 0
+	for _, f := range it.frames {
+		n += len(f)
+	}
+	return int64(n)
+}
+
 func (st *stream) run() {
 	defer st.wg.Done()
 	for {
@@ -115,6 +159,14 @@ func (st *stream) run() {
 			return
 		case it := <-st.inbox:
 			st.handle(it)
+			if it.kind == itemMessage {
+				// Handled: its frames are garbage now.
+				st.queued.Add(-it.size())
+				select {
+				case st.room <- struct{}{}:
+				default:
+				}
+			}
 		}
 	}
 }

@@ -25,6 +25,11 @@ type Options struct {
 	// QueueLen is each source's queue of received messages waiting for the
 	// Handler (default 1024). See the package doc on queueing.
 	QueueLen int
+	// QueueBytes bounds the bytes of those messages (default 2 MiB): a
+	// burst of long prompts would otherwise queue QueueLen of them per
+	// source, hundreds of megabytes across tens of engines. A message
+	// larger than it is queued alone.
+	QueueBytes int
 	// MaxReplayBatches caps how many batches one replay may return (the
 	// engine's buffer_steps; default 100,000): a bound on memory.
 	MaxReplayBatches int
@@ -51,6 +56,9 @@ func (o *Options) setDefaults() {
 	}
 	if o.QueueLen <= 0 {
 		o.QueueLen = 1024
+	}
+	if o.QueueBytes <= 0 {
+		o.QueueBytes = 2 << 20
 	}
 	if o.MaxReplayBatches <= 0 {
 		o.MaxReplayBatches = 100_000

@@ -279,10 +279,26 @@ func (s slow) HandleBatch(src Source, b *Batch) {
 	s.recorder.HandleBatch(src, b)
 }
 
+// A slow handler makes the receiver wait once the queue is full, by
+// count (QueueLen) or by bytes (QueueBytes: here a byte, so each message
+// waits for the one before to be handled), and nothing is lost.
 func TestSubscriberSlowHandlerLosesNothing(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		opts Options
+	}{
+		{"messages", Options{QueueLen: 2}},
+		{"bytes", Options{QueueBytes: 1}},
+	} {
+		t.Run(tc.name, func(t *testing.T) { testSlowHandlerLosesNothing(t, tc.opts) })
+	}
+}
+
+func testSlowHandlerLosesNothing(t *testing.T, opts Options) {
 	e := enginetest.StartPublisher(t)
 	rec := slow{newRecorder()}
-	s, err := New(Options{Handler: rec, QueueLen: 2, ReconnectMin: 20 * time.Millisecond})
+	opts.Handler, opts.ReconnectMin = rec, 20*time.Millisecond
+	s, err := New(opts)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = s.Close() })
 	sub := openEngine(t, e, "e", 0, nil)

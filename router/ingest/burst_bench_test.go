@@ -1,0 +1,146 @@
+package ingest
+
+import (
+	"context"
+	"encoding/binary"
+	"runtime"
+	"runtime/metrics"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/go-zeromq/zmq4"
+	"github.com/kvhash/kvhash/internal/enginetest"
+	"github.com/kvhash/kvhash/router/ingest/ingesttest"
+)
+
+// BenchmarkBurstQueueMemory publishes a burst of long prompts (batches of
+// 512 blocks) from 32 engines over loopback ZeroMQ, as fast as the
+// sockets take them, to a Subscriber whose Handler applies 2M blocks/s at
+// most (it spins 0.5 us a block, on one goroutine per engine): the queues
+// between the sockets and the Handler fill. peak-heap-MiB is the live
+// heap's peak (sampled every millisecond), with the queues bounded by
+// bytes (QueueBytes, its default) and by count alone (as before it). The
+// publishers run in this process, so the figure includes what their
+// sockets and zmq4's readers buffer, which the router would not hold;
+// the difference between the two is the queues'. (Measured: a 234 MiB
+// burst, 37.5 KiB messages: 217-263 MiB by count alone, 134-152 MiB
+// bounded by bytes.)
+func BenchmarkBurstQueueMemory(b *testing.B) {
+	for _, tc := range []struct {
+		name  string
+		bytes int
+	}{{"queue-bytes=default", 0}, {"queue-bytes=unbounded", 1 << 40}} {
+		b.Run(tc.name, func(b *testing.B) {
+			for range b.N {
+				burstQueueMemory(b, tc.bytes)
+			}
+		})
+	}
+}
+
+// spinner is a Handler that costs perBlock a stored block.
+type spinner struct {
+	perBlock  time.Duration
+	batches   atomic.Int64
+	connected atomic.Int64
+}
+
+func (s *spinner) HandleBatch(_ Source, b *Batch) {
+	n := 0
+	for i := range b.Events {
+		n += len(b.Events[i].BlockHashes)
+	}
+	for end := time.Now().Add(time.Duration(n) * s.perBlock); time.Now().Before(end); {
+	}
+	s.batches.Add(1)
+}
+
+func (s *spinner) HandleStream(_ Source, ev StreamEvent) {
+	if ev.Kind == StreamConnected {
+		s.connected.Add(1)
+	}
+}
+
+func burstQueueMemory(b *testing.B, queueBytes int) {
+	b.StopTimer()
+	const engines, perEngine = 32, 200
+	spec := ingesttest.DefaultSpec(ingesttest.ArrayEvents)
+	spec.Events, spec.BlocksPerEvent = 1, 512
+	payloads := ingesttest.NewGenerator(spec).Payloads(perEngine)
+	port := enginetest.FreePorts(b, engines)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	pubs := make([]zmq4.Socket, engines)
+	for i := range pubs {
+		pubs[i] = zmq4.NewPub(ctx)
+		if err := pubs[i].Listen(enginetest.TCP(port + i)); err != nil {
+			b.Fatal(err)
+		}
+		defer pubs[i].Close()
+	}
+	h := &spinner{perBlock: 500 * time.Nanosecond}
+	s, err := New(Options{Handler: h, QueueBytes: queueBytes})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	for i := range engines {
+		if _, err := s.Subscribe(Subscription{Model: "m", WorkerID: uint64(i), Endpoint: enginetest.TCP(port + i)}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	for deadline := time.Now().Add(10 * time.Second); h.connected.Load() < engines; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			b.Fatalf("%d of %d engines connected", h.connected.Load(), engines)
+		}
+	}
+	time.Sleep(300 * time.Millisecond) // the subscriptions reach the publishers
+	runtime.GC()
+	sample := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
+	var peak atomic.Uint64
+	stop := make(chan struct{})
+	var sampler sync.WaitGroup
+	sampler.Add(1)
+	go func() {
+		defer sampler.Done()
+		for {
+			metrics.Read(sample)
+			if v := sample[0].Value.Uint64(); v > peak.Load() {
+				peak.Store(v)
+			}
+			select {
+			case <-stop:
+				return
+			case <-time.After(time.Millisecond):
+			}
+		}
+	}()
+	b.StartTimer()
+	var senders sync.WaitGroup
+	for i := range pubs {
+		senders.Add(1)
+		go func() {
+			defer senders.Done()
+			for j, p := range payloads {
+				var seq [8]byte
+				binary.BigEndian.PutUint64(seq[:], uint64(j))
+				if err := pubs[i].Send(zmq4.NewMsgFrom([]byte("kv"), seq[:], p)); err != nil {
+					return
+				}
+			}
+		}()
+	}
+	senders.Wait()
+	for deadline := time.Now().Add(60 * time.Second); h.batches.Load() < engines*perEngine && time.Now().Before(deadline); {
+		time.Sleep(5 * time.Millisecond)
+	}
+	b.StopTimer()
+	close(stop)
+	sampler.Wait()
+	b.ReportMetric(float64(peak.Load())/(1<<20), "peak-heap-MiB")
+	b.ReportMetric(float64(h.batches.Load())/float64(engines*perEngine)*100, "delivered-%")
+	b.ReportMetric(float64(len(payloads[0]))/1024, "KiB/message")
+	b.StartTimer()
+}
