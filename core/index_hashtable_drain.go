@@ -2,7 +2,6 @@ package core
 
 import (
 	"math/bits"
-	"sync/atomic"
 )
 
 // A large child table (a branch point with thousands of children: the
@@ -29,10 +28,6 @@ const (
 	// hashDrainChunk is how many old groups a drain step moves.
 	hashDrainChunk = 4
 )
-
-// hashDrainsForced counts rehashes that had to finish the previous one's
-// drain first.
-var hashDrainsForced atomic.Int64
 
 // startDrain replaces the table's groups by n empty ones and keeps the
 // current ones as old, to be drained.

@@ -544,7 +544,6 @@ func (m *nameTable) grow(need int, ks *nameKeys) {
 	if m.old != nil {
 		// Growing again before old is drained (which the drain's pace
 		// makes rare: TestNameTableGrowthIsIncremental): finish it first.
-		nameDrainsForced.Add(1)
 		for m.old != nil {
 			m.drain(ks, nameDrainChunk)
 		}

@@ -2,7 +2,6 @@ package core
 
 import (
 	"math/bits"
-	"sync/atomic"
 )
 
 // A large name table grows without stopping the index: growth allocates
@@ -26,8 +25,8 @@ import (
 // faulted in ahead (prepareGrowth), a 128-block section that moves 128
 // halves stays well under a millisecond; faulting them in as it went, it
 // held the lock 300-700 us.) (When a growth does come first, as a
-// large reserve can make it, grow drains the rest at once:
-// nameDrainsForced counts those, for the tests.)
+// large reserve can make it, grow drains the rest at once; the
+// tests check that a growth never has to.)
 
 const (
 	// nameDrainMin is the smallest table (512 halves, 32 KiB, ~3,000
@@ -37,10 +36,6 @@ const (
 	// nameDrainChunk is how many old halves a drain step moves.
 	nameDrainChunk = 8
 )
-
-// nameDrainsForced counts growths that had to finish the previous
-// growth's drain first.
-var nameDrainsForced atomic.Int64
 
 // startDrain replaces the table's halves by n empty ones and keeps the
 // current ones as old, to be drained.
