@@ -1,6 +1,7 @@
 package route
 
 import (
+	"math"
 	"slices"
 	"time"
 
@@ -32,6 +33,10 @@ type loadTable struct {
 	// however high the request rate.
 	order []orderEntry
 	dead  int
+	// models: each rank's fitted predicted-TTFT coefficients (predict.go),
+	// kept by worker so a swept slot's rank keeps what it learned.
+	models map[core.Worker]*ttftModel
+	prior  TTFTPrior
 }
 
 type request struct {
@@ -39,6 +44,12 @@ type request struct {
 	prefillTokens uint64 // 0 once prefill is done
 	blocks        []uint64
 	at            time.Time
+	// The predicted-TTFT observation: the work ahead of the request plus
+	// its own (uncached tokens) and the rank's decode state when it was
+	// routed; prefilling until its first token.
+	work       uint64
+	busy       bool
+	prefilling bool
 }
 
 type orderEntry struct {
@@ -51,13 +62,20 @@ type rankLoad struct {
 	requests      int
 	prefillTokens uint64
 	blocks        map[uint64]uint32 // sequence hash -> active requests holding it
+	prefilling    int               // requests before their first token
+	model         *ttftModel
+	// rate: requests routed here, decayed with a 1 s time constant (at
+	// rateAt): the flood guard's measure.
+	rate   float64
+	rateAt time.Time
 }
 
 // idleSweepMin: idle slots kept before a sweep is considered.
 const idleSweepMin = 256
 
 func newLoadTable() loadTable {
-	return loadTable{requests: map[string]*request{}, slotOf: map[core.Worker]int32{}, gen: 1, holders: newHolders()}
+	return loadTable{requests: map[string]*request{}, slotOf: map[core.Worker]int32{}, gen: 1, holders: newHolders(),
+		models: map[core.Worker]*ttftModel{}, prior: DefaultTTFTPrior()}
 }
 
 func (t *loadTable) has(id string) bool { _, ok := t.requests[id]; return ok }
@@ -138,7 +156,12 @@ func (t *loadTable) slot(w core.Worker) int32 {
 		t.ranks = append(t.ranks, nil)
 		t.holders.fit(len(t.ranks))
 	}
-	t.ranks[s] = &rankLoad{worker: w, blocks: map[uint64]uint32{}}
+	m := t.models[w]
+	if m == nil {
+		m = newTTFTModel(t.prior)
+		t.models[w] = m
+	}
+	t.ranks[s] = &rankLoad{worker: w, blocks: map[uint64]uint32{}, model: m}
 	t.slotOf[w] = s
 	t.idle++ // no request yet: add takes it out
 	t.gen++
@@ -147,7 +170,12 @@ func (t *loadTable) slot(w core.Worker) int32 {
 
 func (t *loadTable) add(id string, w core.Worker, prefillTokens uint64, seq []uint64, now time.Time) {
 	s := t.slot(w)
-	rq := &request{slot: s, prefillTokens: prefillTokens, blocks: seq, at: now}
+	rl0 := t.ranks[s]
+	rq := &request{slot: s, prefillTokens: prefillTokens, blocks: seq, at: now,
+		work: rl0.prefillTokens + prefillTokens, busy: rl0.requests > rl0.prefilling, prefilling: true}
+	rl0.prefilling++
+	rl0.rate = rl0.rateNow(now) + 1
+	rl0.rateAt = now
 	t.requests[id] = rq
 	t.order = append(t.order, orderEntry{id: id, req: rq})
 	rl := t.ranks[s]
@@ -172,8 +200,38 @@ func (t *loadTable) prefillDone(id string) bool {
 	}
 	t.ranks[rq.slot].prefillTokens -= rq.prefillTokens
 	rq.prefillTokens = 0
+	if rq.prefilling {
+		rq.prefilling = false
+		t.ranks[rq.slot].prefilling--
+	}
 	return true
 }
+
+// observe feeds a request's routing-to-first-token time to its rank's
+// model; false when the request is unknown or already past prefill.
+func (t *loadTable) observe(id string, now time.Time) bool {
+	rq, ok := t.requests[id]
+	if !ok || !rq.prefilling {
+		return false
+	}
+	t.ranks[rq.slot].model.observe(t.prior, rq.work, rq.busy, now.Sub(rq.at).Seconds())
+	return true
+}
+
+// rateNow is the rank's decayed arrival rate (requests per second) now.
+func (rl *rankLoad) rateNow(now time.Time) float64 {
+	if rl.rate == 0 {
+		return 0
+	}
+	dt := now.Sub(rl.rateAt).Seconds()
+	if dt <= 0 {
+		return rl.rate
+	}
+	return rl.rate * math.Exp(-dt/rateWindowS)
+}
+
+// rateWindowS: the flood guard's time constant.
+const rateWindowS = 1.0
 
 func (t *loadTable) free(id string) bool {
 	if !t.release(id) {
@@ -197,6 +255,9 @@ func (t *loadTable) release(id string) bool {
 	rl := t.ranks[rq.slot]
 	rl.requests--
 	rl.prefillTokens -= rq.prefillTokens
+	if rq.prefilling {
+		rl.prefilling--
+	}
 	for _, h := range rq.blocks {
 		if n := rl.blocks[h] - 1; n == 0 {
 			delete(rl.blocks, h)

@@ -1,0 +1,117 @@
+package route
+
+import (
+	"os"
+	"strconv"
+
+	"github.com/kvhash/kvhash/router/indexer"
+)
+
+var workWeight = envF("KVR_WORK", 0)
+
+func envF(k string, d float64) float64 {
+	if v, err := strconv.ParseFloat(os.Getenv(k), 64); err == nil {
+		return v
+	}
+	return d
+}
+
+// The predicted-TTFT choice's tie-break and flood guard.
+const (
+	// Candidates predicted within nearRel of the fastest (plus nearAbsS)
+	// are near-equal: the least loaded of them (the router's own in-flight
+	// requests) is taken, so equal ranks share the load instead of the
+	// first fastest taking it all.
+	nearRel  = 0.05
+	nearAbsS = 0.01
+	// A rank whose recent arrival rate (rateWindowS) exceeds floodShare
+	// times the candidates' mean plus floodSlack requests a second is not
+	// chosen while another is under the cap: no rank takes an unbounded
+	// share of a burst, whatever its cache holds. A hot prefix's holder
+	// that is capped sends the prefix cold to the fastest other rank,
+	// which replicates it.
+	floodShare = 2.0
+	floodSlack = 2.0
+)
+
+// predictLocked scores candidate c (its slot, overlap from KV events and
+// active depth from the router's own in-flight requests) by predicted
+// TTFT. The cached prefix is the longer of what the rank's KV events show
+// and what the router already sent it (a queued request's blocks are
+// computed before this one's turn).
+func (r *Router) predictLocked(c indexer.Candidate, slot int32, ov, depth uint32, promptTokens, blockSize int) Candidate {
+	cachedBlocks := max(ov, depth)
+	cached := min(promptTokens, int(cachedBlocks)*blockSize)
+	uncached := uint64(promptTokens - cached)
+	var queued uint64
+	var busy bool
+	m := r.load.models[c.Worker]
+	if slot >= 0 {
+		rl := r.load.ranks[slot]
+		queued, busy, m = rl.prefillTokens, rl.requests > rl.prefilling, rl.model
+	}
+	if m == nil {
+		m = &r.priorModel
+	}
+	t := m.predict(queued, uncached, busy)
+	t.CachedTokens = cached
+	cost := t.TotalS + workWeight*(t.PrefillS-m.theta[0])
+	return Candidate{
+		WorkerID: c.Worker.ID, DPRank: c.Worker.DPRank, OverlapBlocks: ov, Cost: cost,
+		State: c.State, PrefillBlocks: float64(uncached) / float64(max(blockSize, 1)), TTFT: t,
+	}
+}
+
+// pickTTFTLocked returns the fastest candidate by predicted TTFT among the
+// ranks under the flood cap (all of them when none is), spreading among
+// near-equal ones by the router's own in-flight requests, ties at random.
+func (r *Router) pickTTFTLocked(cands []Candidate, slots []int32) int {
+	now := r.now()
+	rates := r.scratchW[:0]
+	sum := 0.0
+	for i := range cands {
+		x := 0.0
+		if s := slots[i]; s >= 0 {
+			x = r.load.ranks[s].rateNow(now)
+		}
+		rates = append(rates, x)
+		sum += x
+	}
+	r.scratchW = rates
+	capRate := floodShare*sum/float64(len(cands)) + floodSlack
+	allowed := func(i int) bool { return rates[i] <= capRate }
+	best, any := 0.0, false
+	for i := range cands {
+		if allowed(i) && (!any || cands[i].Cost < best) {
+			best, any = cands[i].Cost, true
+		}
+	}
+	if !any { // every rank over the cap (cannot happen with a positive slack): all allowed
+		allowed = func(int) bool { return true }
+		best = cands[0].Cost
+		for i := range cands {
+			best = min(best, cands[i].Cost)
+		}
+	}
+	limit := best*(1+nearRel) + nearAbsS
+	pick, ties, least := -1, 0, 0
+	for i := range cands {
+		if !allowed(i) || cands[i].Cost > limit {
+			continue
+		}
+		n := 0
+		if s := slots[i]; s >= 0 {
+			n = r.load.ranks[s].requests
+		}
+		switch {
+		case pick < 0 || n < least:
+			pick, ties, least = i, 1, n
+		case n == least:
+			ties++
+			if r.rng.IntN(ties) == 0 {
+				pick = i
+			}
+		}
+	}
+	return pick
+}
