@@ -48,7 +48,7 @@ type request struct {
 	// its own (uncached tokens) and the rank's decode state when it was
 	// routed; prefilling until its first token.
 	work       uint64
-	busy       bool
+	decode     float64 // the decode factor (predict.go)
 	prefilling bool
 }
 
@@ -172,7 +172,7 @@ func (t *loadTable) add(id string, w core.Worker, prefillTokens uint64, seq []ui
 	s := t.slot(w)
 	rl0 := t.ranks[s]
 	rq := &request{slot: s, prefillTokens: prefillTokens, blocks: seq, at: now,
-		work: rl0.prefillTokens + prefillTokens, busy: rl0.requests > rl0.prefilling, prefilling: true}
+		work: rl0.prefillTokens + prefillTokens, decode: decodeFactor(rl0.requests, rl0.prefilling), prefilling: true}
 	rl0.prefilling++
 	rl0.rate = rl0.rateNow(now) + 1
 	rl0.rateAt = now
@@ -214,7 +214,7 @@ func (t *loadTable) observe(id string, now time.Time) bool {
 	if !ok || !rq.prefilling {
 		return false
 	}
-	t.ranks[rq.slot].model.observe(t.prior, rq.work, rq.busy, now.Sub(rq.at).Seconds())
+	t.ranks[rq.slot].model.observe(t.prior, rq.work, rq.decode, now.Sub(rq.at).Seconds())
 	return true
 }
 

@@ -12,8 +12,8 @@ import (
 //	                                      that are not prefilled yet (exact: it knows what it sent
 //	                                      and the overlap it saw)
 //	prefill_s = a + b * U              U: this prompt's tokens after its cached prefix on the rank
-//	decode_s  = busy * (d + c * (Q + U))  busy: 1 when the rank runs decodes (the router's own
-//	                                      requests past their first token), else 0
+//	decode_s  = k * (d + c * (Q + U))  k: 1 when the rank runs decodes (the router's own requests
+//	                                      past their first token), else 0
 //	total_s   = queue_s + prefill_s + decode_s
 //
 // a is the per-request overhead (the step the request waits for, the
@@ -92,42 +92,44 @@ func newTTFTModel(p TTFTPrior) *ttftModel {
 // TTFTTerms is one candidate's predicted TTFT, by term (seconds), and what
 // it was predicted from.
 type TTFTTerms struct {
-	QueueS        float64 `json:"queue_s"`
-	PrefillS      float64 `json:"prefill_s"`
-	DecodeS       float64 `json:"decode_s"`
-	TotalS        float64 `json:"total_s"`
-	CachedTokens  int     `json:"cached_tokens"`
-	QueuedTokens  uint64  `json:"queued_tokens"`
-	TokensPerS    float64 `json:"tokens_per_s"` // the learned prefill throughput, 1000 / b
-	Observations  uint64  `json:"observations"` // the rank's prefill_done observations so far
-	DecodeRunning bool    `json:"decode_running"`
+	QueueS   float64 `json:"queue_s"`
+	PrefillS float64 `json:"prefill_s"`
+	DecodeS  float64 `json:"decode_s"`
+	TotalS   float64 `json:"total_s"`
+	// OwnWorkS: the prefill this request adds to the rank (b * U, plus
+	// its decode share): what every later request routed there waits for.
+	OwnWorkS float64 `json:"own_work_s"`
+	// WorkWeight: how much OwnWorkS weighs in the score beside TotalS,
+	// from the fleet's mean queue (0 idle, up to workMax saturated).
+	WorkWeight   float64 `json:"work_weight"`
+	CachedTokens int     `json:"cached_tokens"`
+	QueuedTokens uint64  `json:"queued_tokens"`
+	TokensPerS   float64 `json:"tokens_per_s"`  // the learned prefill throughput, 1000 / b
+	Observations uint64  `json:"observations"`  // the rank's prefill_done observations so far
+	DecodeFactor float64 `json:"decode_factor"` // k: 1 when the rank runs decodes, else 0
 }
 
 // predict returns the terms for queued tokens q, uncached tokens u and
-// the rank's decode state.
-func (m *ttftModel) predict(q, u uint64, busy bool) TTFTTerms {
+// the rank's decode factor k.
+func (m *ttftModel) predict(q, u uint64, k float64) TTFTTerms {
 	a, b, c, d := m.theta[0], m.theta[1], m.theta[2], m.theta[3]
 	qk, uk := float64(q)/ttftScaleKTok, float64(u)/ttftScaleKTok
-	t := TTFTTerms{QueueS: b * qk, PrefillS: a + b*uk, QueuedTokens: q, TokensPerS: ttftScaleKTok / b, Observations: m.n, DecodeRunning: busy}
-	if busy {
-		t.DecodeS = d + c*(qk+uk)
-	}
+	t := TTFTTerms{QueueS: b * qk, PrefillS: a + b*uk, QueuedTokens: q, TokensPerS: ttftScaleKTok / b, Observations: m.n, DecodeFactor: k}
+	t.OwnWorkS = b*uk + k*c*uk
+	t.DecodeS = k * (d + c*(qk+uk))
 	t.TotalS = finite(t.QueueS + t.PrefillS + t.DecodeS)
 	return t
 }
 
 // observe fits one observation: a request routed with work tokens
-// (queued + its own uncached) and decode state busy took seconds to its
+// (queued + its own uncached) and decode factor k took seconds to its
 // first token.
-func (m *ttftModel) observe(p TTFTPrior, work uint64, busy bool, seconds float64) {
+func (m *ttftModel) observe(p TTFTPrior, work uint64, k float64, seconds float64) {
 	if !(seconds >= 0) || math.IsInf(seconds, 0) {
 		return
 	}
 	x := float64(work) / ttftScaleKTok
-	f := [nFeat]float64{1, x, 0, 0}
-	if busy {
-		f[2], f[3] = x, 1
-	}
+	f := [nFeat]float64{1, x, k * x, k}
 	lam := p.ForgetPerSample
 	for i := range nFeat {
 		m.fty[i] = lam*m.fty[i] + f[i]*seconds
@@ -200,3 +202,14 @@ func solveLinear(a [nFeat][nFeat + 1]float64) ([nFeat]float64, bool) {
 }
 
 func clamp(v, lo, hi float64) float64 { return math.Min(hi, math.Max(lo, v)) }
+
+// decodeFactor is k for a rank with requests in flight, of which
+// prefilling are before their first token. (Scaling it by the rank's
+// active KV blocks, as a decode step's time grows with them, measured
+// worse on the Mooncake trace: it pushed load off the warm ranks.)
+func decodeFactor(requests, prefilling int) float64 {
+	if requests <= prefilling {
+		return 0
+	}
+	return 1
+}

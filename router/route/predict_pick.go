@@ -1,20 +1,8 @@
 package route
 
 import (
-	"os"
-	"strconv"
-
 	"github.com/kvhash/kvhash/router/indexer"
 )
-
-var workWeight = envF("KVR_WORK", 0)
-
-func envF(k string, d float64) float64 {
-	if v, err := strconv.ParseFloat(os.Getenv(k), 64); err == nil {
-		return v
-	}
-	return d
-}
 
 // The predicted-TTFT choice's tie-break and flood guard.
 const (
@@ -32,6 +20,17 @@ const (
 	// which replicates it.
 	floodShare = 2.0
 	floodSlack = 2.0
+	// The choice minimises total_s + w * own_work_s: the predicted TTFT
+	// plus, weighted by how saturated the fleet is, the prefill this
+	// request makes every later request on that rank wait for (its
+	// externality). w = workMax * q / (q + workHalfS), q the candidates'
+	// mean queue_s: 0 on an idle fleet (pure TTFT), half of workMax at a
+	// 100 ms mean queue, workMax when saturated, where the fleet's
+	// throughput is its cache hits and a cold copy of a warm prefix costs
+	// everyone. (Measured on the Mooncake trace at load 1.2: TTFT p90
+	// 4.4 s with w = 0, 1.3 s with w = 1, 0.95 s adaptive.)
+	workMax   = 3.0
+	workHalfS = 0.1
 )
 
 // predictLocked scores candidate c (its slot, overlap from KV events and
@@ -44,20 +43,19 @@ func (r *Router) predictLocked(c indexer.Candidate, slot int32, ov, depth uint32
 	cached := min(promptTokens, int(cachedBlocks)*blockSize)
 	uncached := uint64(promptTokens - cached)
 	var queued uint64
-	var busy bool
+	var k float64
 	m := r.load.models[c.Worker]
 	if slot >= 0 {
 		rl := r.load.ranks[slot]
-		queued, busy, m = rl.prefillTokens, rl.requests > rl.prefilling, rl.model
+		queued, k, m = rl.prefillTokens, decodeFactor(rl.requests, rl.prefilling), rl.model
 	}
 	if m == nil {
 		m = &r.priorModel
 	}
-	t := m.predict(queued, uncached, busy)
+	t := m.predict(queued, uncached, k)
 	t.CachedTokens = cached
-	cost := t.TotalS + workWeight*(t.PrefillS-m.theta[0])
 	return Candidate{
-		WorkerID: c.Worker.ID, DPRank: c.Worker.DPRank, OverlapBlocks: ov, Cost: cost,
+		WorkerID: c.Worker.ID, DPRank: c.Worker.DPRank, OverlapBlocks: ov, Cost: t.TotalS,
 		State: c.State, PrefillBlocks: float64(uncached) / float64(max(blockSize, 1)), TTFT: t,
 	}
 }
@@ -67,6 +65,16 @@ func (r *Router) predictLocked(c indexer.Candidate, slot int32, ov, depth uint32
 // near-equal ones by the router's own in-flight requests, ties at random.
 func (r *Router) pickTTFTLocked(cands []Candidate, slots []int32) int {
 	now := r.now()
+	queued := 0.0
+	for i := range cands {
+		queued += cands[i].TTFT.QueueS
+	}
+	queued /= float64(len(cands))
+	w := workMax * queued / (queued + workHalfS)
+	for i := range cands {
+		cands[i].TTFT.WorkWeight = w
+		cands[i].Cost = finite(cands[i].TTFT.TotalS + w*cands[i].TTFT.OwnWorkS)
+	}
 	rates := r.scratchW[:0]
 	sum := 0.0
 	for i := range cands {
