@@ -29,8 +29,8 @@ const (
 	// throughput is its cache hits and a cold copy of a warm prefix costs
 	// everyone. (Measured on the Mooncake trace at load 1.2: TTFT p90
 	// 4.4 s with w = 0, 1.3 s with w = 1, 0.95 s adaptive.)
-	workMax   = 3.0
-	workHalfS = 0.1
+	workMax   = 4.0
+	workHalfS = 0.5
 )
 
 // predictLocked scores candidate c (its slot, overlap from KV events and
@@ -62,7 +62,9 @@ func (r *Router) predictLocked(c indexer.Candidate, slot int32, ov, depth uint32
 
 // pickTTFTLocked returns the fastest candidate by predicted TTFT among the
 // ranks under the flood cap (all of them when none is), spreading among
-// near-equal ones by the router's own in-flight requests, ties at random.
+// near-equal ones by the router's own in-flight requests, then the most
+// cached tokens (an idle fleet keeps a short prompt with its holder), then
+// at random.
 func (r *Router) pickTTFTLocked(cands []Candidate, slots []int32) int {
 	now := r.now()
 	queued := 0.0
@@ -112,9 +114,9 @@ func (r *Router) pickTTFTLocked(cands []Candidate, slots []int32) int {
 			n = r.load.ranks[s].requests
 		}
 		switch {
-		case pick < 0 || n < least:
+		case pick < 0 || n < least || (n == least && cands[i].TTFT.CachedTokens > cands[pick].TTFT.CachedTokens):
 			pick, ties, least = i, 1, n
-		case n == least:
+		case n == least && cands[i].TTFT.CachedTokens == cands[pick].TTFT.CachedTokens:
 			ties++
 			if r.rng.IntN(ties) == 0 {
 				pick = i
