@@ -44,7 +44,7 @@ func TestTTFTModelStartsAtThePrior(t *testing.T) {
 func TestTTFTModelConvergesWithinAFewHundredObservations(t *testing.T) {
 	p := DefaultTTFTPrior()
 	for _, truth := range []engineTruth{
-		{a: 0.05, b: 0.04, c: 0.01, d: 0.03}, // half the prior's throughput
+		{a: 0.05, b: 0.04, c: 0.01, d: 0.03},  // half the prior's throughput
 		{a: 0.01, b: 0.01, c: 0.002, d: 0.01}, // twice it
 	} {
 		t.Run(fmt.Sprintf("%+v", truth), func(t *testing.T) {
