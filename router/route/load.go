@@ -37,6 +37,8 @@ type loadTable struct {
 	// kept by worker so a swept slot's rank keeps what it learned.
 	models map[core.Worker]*ttftModel
 	prior  TTFTPrior
+	// rateEpoch: the time the ranks' scaled rates are relative to.
+	rateEpoch time.Time
 }
 
 type request struct {
@@ -64,10 +66,10 @@ type rankLoad struct {
 	blocks        map[uint64]uint32 // sequence hash -> active requests holding it
 	prefilling    int               // requests before their first token
 	model         *ttftModel
-	// rate: requests routed here, decayed with a 1 s time constant (at
-	// rateAt): the flood guard's measure.
-	rate   float64
-	rateAt time.Time
+	// rate: requests routed here, decayed with a 1 s time constant: the
+	// flood guard's measure, kept scaled to the table's rateEpoch (see
+	// rateScale) so a route decays every rank's rate with one exp.
+	rate float64
 }
 
 // idleSweepMin: idle slots kept before a sweep is considered.
@@ -88,6 +90,9 @@ type slotCache struct {
 	gen     uint64
 	workers []core.Worker
 	slots   []int32 // -1: the rank has no slot (no load)
+	// models: each candidate's predicted-TTFT model (nil: never routed
+	// to); models are only made with a slot, which bumps gen.
+	models []*ttftModel
 }
 
 // slotsFor returns the slot of each candidate, from c when still valid.
@@ -105,7 +110,7 @@ func (t *loadTable) slotsFor(c *slotCache, cands []indexer.Candidate) []int32 {
 		}
 	}
 	c.gen = t.gen
-	c.workers, c.slots = c.workers[:0], c.slots[:0]
+	c.workers, c.slots, c.models = c.workers[:0], c.slots[:0], c.models[:0]
 	for _, cd := range cands {
 		s, ok := t.slotOf[cd.Worker]
 		if !ok {
@@ -113,6 +118,7 @@ func (t *loadTable) slotsFor(c *slotCache, cands []indexer.Candidate) []int32 {
 		}
 		c.workers = append(c.workers, cd.Worker)
 		c.slots = append(c.slots, s)
+		c.models = append(c.models, t.models[cd.Worker])
 	}
 	return c.slots
 }
@@ -174,8 +180,7 @@ func (t *loadTable) add(id string, w core.Worker, prefillTokens uint64, seq []ui
 	rq := &request{slot: s, prefillTokens: prefillTokens, blocks: seq, at: now,
 		work: rl0.prefillTokens + prefillTokens, decode: decodeFactor(rl0.requests, rl0.prefilling), prefilling: true}
 	rl0.prefilling++
-	rl0.rate = rl0.rateNow(now) + 1
-	rl0.rateAt = now
+	rl0.rate += 1 / t.rateScale(now)
 	t.requests[id] = rq
 	t.order = append(t.order, orderEntry{id: id, req: rq})
 	rl := t.ranks[s]
@@ -218,17 +223,33 @@ func (t *loadTable) observe(id string, now time.Time) bool {
 	return true
 }
 
-// rateNow is the rank's decayed arrival rate (requests per second) now.
-func (rl *rankLoad) rateNow(now time.Time) float64 {
-	if rl.rate == 0 {
-		return 0
+// rateScale returns the factor that turns a rank's scaled rate into its
+// decayed arrival rate (requests per second) now: exp(-(now - epoch) /
+// window). Past rateRebaseS from the epoch, every rate is rebased to now,
+// so the factor stays in [exp(-rateRebaseS), 1] and never underflows.
+func (t *loadTable) rateScale(now time.Time) float64 {
+	if t.rateEpoch.IsZero() {
+		t.rateEpoch = now
 	}
-	dt := now.Sub(rl.rateAt).Seconds()
+	dt := now.Sub(t.rateEpoch).Seconds()
 	if dt <= 0 {
-		return rl.rate
+		return 1
 	}
-	return rl.rate * math.Exp(-dt/rateWindowS)
+	f := math.Exp(-dt / rateWindowS)
+	if dt > rateRebaseS {
+		for _, rl := range t.ranks {
+			if rl != nil {
+				rl.rate *= f
+			}
+		}
+		t.rateEpoch, f = now, 1
+	}
+	return f
 }
+
+// rateRebaseS: how far the rate epoch may fall behind (exp(-64) is far
+// above the smallest float64).
+const rateRebaseS = 64.0
 
 // rateWindowS: the flood guard's time constant.
 const rateWindowS = 1.0

@@ -25,31 +25,30 @@ const (
 	// request makes every later request on that rank wait for (its
 	// externality). w = workMax * q / (q + workHalfS), q the candidates'
 	// mean queue_s: 0 on an idle fleet (pure TTFT), half of workMax at a
-	// 100 ms mean queue, workMax when saturated, where the fleet's
+	// 0.5 s mean queue, towards workMax when saturated, where the fleet's
 	// throughput is its cache hits and a cold copy of a warm prefix costs
 	// everyone. (Measured on the Mooncake trace at load 1.2: TTFT p90
-	// 4.4 s with w = 0, 1.3 s with w = 1, 0.95 s adaptive.)
+	// 4.4 s with w = 0, 1.3 s with w = 1, about 1 s adaptive.)
 	workMax   = 4.0
 	workHalfS = 0.5
 )
 
-// predictLocked scores candidate c (its slot, overlap from KV events and
+// predictLocked scores candidate c (its slot, its model when it has no
+// slot (an idle rank keeps what it learned), overlap from KV events and
 // active depth from the router's own in-flight requests) by predicted
 // TTFT. The cached prefix is the longer of what the rank's KV events show
 // and what the router already sent it (a queued request's blocks are
 // computed before this one's turn).
-func (r *Router) predictLocked(c indexer.Candidate, slot int32, ov, depth uint32, promptTokens, blockSize int) Candidate {
+func (r *Router) predictLocked(c indexer.Candidate, slot int32, m *ttftModel, ov, depth uint32, promptTokens, blockSize int) Candidate {
 	cachedBlocks := max(ov, depth)
 	cached := min(promptTokens, int(cachedBlocks)*blockSize)
 	uncached := uint64(promptTokens - cached)
 	var queued uint64
 	var k float64
-	m := r.load.models[c.Worker]
 	if slot >= 0 {
 		rl := r.load.ranks[slot]
 		queued, k, m = rl.prefillTokens, decodeFactor(rl.requests, rl.prefilling), rl.model
-	}
-	if m == nil {
+	} else if m == nil { // never routed to: the prior
 		m = &r.priorModel
 	}
 	t := m.predict(queued, uncached, k)
@@ -79,10 +78,11 @@ func (r *Router) pickTTFTLocked(cands []Candidate, slots []int32) int {
 	}
 	rates := r.scratchW[:0]
 	sum := 0.0
+	scale := r.load.rateScale(now)
 	for i := range cands {
 		x := 0.0
 		if s := slots[i]; s >= 0 {
-			x = r.load.ranks[s].rateNow(now)
+			x = r.load.ranks[s].rate * scale
 		}
 		rates = append(rates, x)
 		sum += x
