@@ -69,7 +69,8 @@ type Candidate struct {
 	PrefillBlocks float64 `json:"prefill_blocks"`
 	DecodeBlocks  uint64  `json:"decode_blocks"`
 	// TTFT: the predicted time to first token by term, when the cost is
-	// CostTTFT (then Cost is TTFT.TotalS).
+	// CostTTFT (then Cost is the choice's score in microseconds: TotalS +
+	// WorkWeight * OwnWorkS, rounded).
 	TTFT TTFTTerms `json:"ttft,omitzero"`
 }
 
