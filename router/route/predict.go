@@ -58,6 +58,9 @@ func DefaultTTFTPrior() TTFTPrior {
 	return TTFTPrior{OverheadS: 0.03, SecondsPerKTok: 0.0206, DecodeSPerKTok: 0.0032, DecodeS: 0.02, ForgetPerSample: 0.98}
 }
 
+// ttftMaxSampleS: the longest routing-to-first-token time learned from.
+const ttftMaxSampleS = 3600
+
 // ttftScaleKTok: the tokens-per-thousand unit the fit works in, so its
 // sums stay well conditioned.
 const ttftScaleKTok = 1000.0
@@ -125,7 +128,9 @@ func (m *ttftModel) predict(q, u uint64, k float64) TTFTTerms {
 // (queued + its own uncached) and decode factor k took seconds to its
 // first token.
 func (m *ttftModel) observe(p TTFTPrior, work uint64, k float64, seconds float64) {
-	if !(seconds >= 0) || math.IsInf(seconds, 0) {
+	// Out-of-range samples would poison the sums for good: a TTFT beyond
+	// an hour, a decode factor that is not one, work beyond 2^40 tokens.
+	if !(seconds >= 0 && seconds <= ttftMaxSampleS) || !(k >= 0 && k <= 1) || work > 1<<40 {
 		return
 	}
 	x := float64(work) / ttftScaleKTok

@@ -2,6 +2,7 @@ package route
 
 import (
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"testing"
 	"time"
@@ -80,7 +81,7 @@ func TestTTFTModelIgnoresBadObservations(t *testing.T) {
 	p := DefaultTTFTPrior()
 	m := newTTFTModel(p)
 	before := m.theta
-	for _, s := range []float64{-1, nanF(), infF()} {
+	for _, s := range []float64{-1, nanF(), infF(), 2 * ttftMaxSampleS} {
 		m.observe(p, 1000, 0, s)
 	}
 	assert.Equal(t, before, m.theta)
@@ -162,4 +163,27 @@ func TestFloodGuardBoundsARanksShare(t *testing.T) {
 		assert.Less(t, n, 200*2/5, "worker %d flooded: %v", w, per)
 	}
 	assert.GreaterOrEqual(t, len(per), 3, "the prefix replicated: %v", per)
+}
+
+// Whatever it observes, the model's coefficients stay finite and within
+// their clamps, and its predictions finite and non-negative.
+func FuzzTTFTModel(f *testing.F) {
+	f.Add(uint64(1000), 0.5, 0.2, uint64(0), 1e-9, uint8(3))
+	f.Add(uint64(1<<40), 1.0, 1e9, uint64(1<<60), 0.0, uint8(200))
+	f.Fuzz(func(t *testing.T, work uint64, k, seconds float64, q uint64, s2 float64, n uint8) {
+		p := DefaultTTFTPrior()
+		m := newTTFTModel(p)
+		for i := range int(n) {
+			s := seconds
+			if i%2 == 1 {
+				s = s2
+			}
+			m.observe(p, work+uint64(i), k, s)
+		}
+		for _, v := range m.theta {
+			require.False(t, v != v || v < 0 || v > 60, "theta %v", m.theta)
+		}
+		got := m.predict(q, work, 1)
+		require.True(t, got.TotalS >= 0 && got.TotalS <= math.MaxFloat64, "total %v", got.TotalS)
+	})
 }
