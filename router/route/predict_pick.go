@@ -8,12 +8,16 @@ import (
 
 // The predicted-TTFT choice's tie-break and flood guard.
 const (
-	// Candidates predicted within nearRel of the fastest (plus nearAbsS)
-	// are near-equal: the least loaded of them (the router's own in-flight
-	// requests) is taken, so equal ranks share the load instead of the
-	// first fastest taking it all.
-	nearRel  = 0.05
-	nearAbsS = 0.01
+	// Candidates predicted within nearRel of the fastest, plus the time
+	// the fastest takes to prefill nearAbsTokens, are near-equal: the
+	// least loaded of them (the router's own in-flight requests) is taken,
+	// so equal ranks share the load instead of the first fastest taking it
+	// all. The absolute part is in tokens (10 ms at the prior's 48k
+	// tokens/s), so it scales with the engines' learned speed: a fleet
+	// whose clock runs 80x faster (kvrouter demo) gets an 80x narrower
+	// window, not one that calls everything equal.
+	nearRel       = 0.05
+	nearAbsTokens = 485.0
 	// A rank whose recent arrival rate (rateWindowS) exceeds floodShare
 	// times the candidates' mean plus floodSlack requests a second is not
 	// chosen while another is under the cap: no rank takes an unbounded
@@ -25,14 +29,16 @@ const (
 	// The choice minimises total_s + w * own_work_s: the predicted TTFT
 	// plus, weighted by how saturated the fleet is, the prefill this
 	// request makes every later request on that rank wait for (its
-	// externality). w = workMax * q / (q + workHalfS), q the candidates'
-	// mean queue_s: 0 on an idle fleet (pure TTFT), half of workMax at a
-	// 0.5 s mean queue, towards workMax when saturated, where the fleet's
+	// externality). w = workMax * q / (q + workHalfTokens), q the
+	// candidates' mean queued prefill tokens: 0 on an idle fleet (pure
+	// TTFT), half of workMax at 24k queued tokens a rank (0.5 s at the
+	// prior's speed), towards workMax when saturated, where the fleet's
 	// throughput is its cache hits and a cold copy of a warm prefix costs
-	// everyone. (Measured on the Mooncake trace at load 1.2: TTFT p90
-	// 4.4 s with w = 0, 1.3 s with w = 1, about 1 s adaptive.)
-	workMax   = 4.0
-	workHalfS = 0.5
+	// everyone. In tokens, not seconds, so that it does not depend on the
+	// engines' speed. (Measured on the Mooncake trace at load 1.2: TTFT
+	// p90 4.4 s with w = 0, 1.3 s with w = 1, about 1 s adaptive.)
+	workMax        = 4.0
+	workHalfTokens = 24_000.0
 )
 
 // predictLocked scores candidate c (its slot, its model when it has no
@@ -70,10 +76,10 @@ func (r *Router) pickTTFTLocked(cands []Candidate, slots []int32) int {
 	now := r.now()
 	queued := 0.0
 	for i := range cands {
-		queued += cands[i].TTFT.QueueS
+		queued += float64(cands[i].TTFT.QueuedTokens)
 	}
 	queued /= float64(len(cands))
-	w := workMax * queued / (queued + workHalfS)
+	w := workMax * queued / (queued + workHalfTokens)
 	for i := range cands {
 		cands[i].TTFT.WorkWeight = w
 		// In whole microseconds: an integer formats fast in the answer
@@ -94,20 +100,22 @@ func (r *Router) pickTTFTLocked(cands []Candidate, slots []int32) int {
 	r.scratchW = rates
 	capRate := floodShare*sum/float64(len(cands)) + floodSlack
 	allowed := func(i int) bool { return rates[i] <= capRate }
-	best, any := 0.0, false
+	best, bestAt, any := 0.0, 0, false
 	for i := range cands {
 		if allowed(i) && (!any || cands[i].Cost < best) {
-			best, any = cands[i].Cost, true
+			best, bestAt, any = cands[i].Cost, i, true
 		}
 	}
 	if !any { // every rank over the cap (cannot happen with a positive slack): all allowed
 		allowed = func(int) bool { return true }
 		best = cands[0].Cost
 		for i := range cands {
-			best = min(best, cands[i].Cost)
+			if cands[i].Cost < best {
+				best, bestAt = cands[i].Cost, i
+			}
 		}
 	}
-	limit := best*(1+nearRel) + nearAbsS*1e6 // costs are in microseconds
+	limit := best*(1+nearRel) + nearAbsTokens/cands[bestAt].TTFT.TokensPerS*1e6 // costs are in microseconds
 	pick, ties, least := -1, 0, 0
 	for i := range cands {
 		if !allowed(i) || cands[i].Cost > limit {
