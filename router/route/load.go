@@ -37,6 +37,7 @@ type loadTable struct {
 	// kept by worker so a swept slot's rank keeps what it learned.
 	models map[core.Worker]*ttftModel
 	prior  TTFTPrior
+	fleet  *ttftModel // every rank's observations: the ranks' prior
 	// rateEpoch: the time the ranks' scaled rates are relative to.
 	rateEpoch time.Time
 }
@@ -77,7 +78,7 @@ const idleSweepMin = 256
 
 func newLoadTable() loadTable {
 	return loadTable{requests: map[string]*request{}, slotOf: map[core.Worker]int32{}, gen: 1, holders: newHolders(),
-		models: map[core.Worker]*ttftModel{}, prior: DefaultTTFTPrior()}
+		models: map[core.Worker]*ttftModel{}, prior: DefaultTTFTPrior(), fleet: newTTFTModel(DefaultTTFTPrior())}
 }
 
 func (t *loadTable) has(id string) bool { _, ok := t.requests[id]; return ok }
@@ -165,6 +166,7 @@ func (t *loadTable) slot(w core.Worker) int32 {
 	m := t.models[w]
 	if m == nil {
 		m = newTTFTModel(t.prior)
+		m.theta = t.fleet.theta // a new rank starts as the fleet is
 		t.models[w] = m
 	}
 	t.ranks[s] = &rankLoad{worker: w, blocks: map[uint64]uint32{}, model: m}
@@ -219,7 +221,9 @@ func (t *loadTable) observe(id string, now time.Time) bool {
 	if !ok || !rq.prefilling {
 		return false
 	}
-	t.ranks[rq.slot].model.observe(t.prior, rq.work, rq.decode, now.Sub(rq.at).Seconds())
+	sec := now.Sub(rq.at).Seconds()
+	t.fleet.observe(t.prior, t.prior.theta(), rq.work, rq.decode, sec)
+	t.ranks[rq.slot].model.observe(t.prior, t.fleet.theta, rq.work, rq.decode, sec)
 	return true
 }
 

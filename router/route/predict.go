@@ -108,7 +108,7 @@ type TTFTTerms struct {
 	CachedTokens int     `json:"cached_tokens"`
 	QueuedTokens uint64  `json:"queued_tokens"`
 	TokensPerS   float64 `json:"tokens_per_s"`  // the learned prefill throughput, 1000 / b
-	Observations uint64  `json:"observations"`  // the rank's prefill_done observations so far
+	Observations uint64  `json:"observations"`  // the rank's own prefill_done observations so far (0: the terms are the fleet's model)
 	DecodeFactor float64 `json:"decode_factor"` // k: 1 when the rank runs decodes, else 0
 }
 
@@ -124,10 +124,10 @@ func (m *ttftModel) predict(q, u uint64, k float64) TTFTTerms {
 	return t
 }
 
-// observe fits one observation: a request routed with work tokens
-// (queued + its own uncached) and decode factor k took seconds to its
-// first token.
-func (m *ttftModel) observe(p TTFTPrior, work uint64, k float64, seconds float64) {
+// observe fits one observation, pulled towards prior: a request routed
+// with work tokens (queued + its own uncached) and decode factor k took
+// seconds to its first token.
+func (m *ttftModel) observe(p TTFTPrior, prior [nFeat]float64, work uint64, k float64, seconds float64) {
 	// Out-of-range samples would poison the sums for good: a TTFT beyond
 	// an hour, a decode factor that is not one, work beyond 2^40 tokens.
 	if !(seconds >= 0 && seconds <= ttftMaxSampleS) || !(k >= 0 && k <= 1) || work > 1<<40 {
@@ -143,13 +143,12 @@ func (m *ttftModel) observe(p TTFTPrior, work uint64, k float64, seconds float64
 		}
 	}
 	m.n++
-	m.solve(p)
+	m.solve(prior)
 }
 
-// solve sets theta to the ridge solution (F'F + L) theta = F'y + L theta0,
+// solve sets theta to the ridge solution (F'F + L) theta = F'y + L prior,
 // clamped to plausible values; a singular system keeps the old theta.
-func (m *ttftModel) solve(p TTFTPrior) {
-	prior := p.theta()
+func (m *ttftModel) solve(prior [nFeat]float64) {
 	k2 := ttftPriorWeight * ttftPriorKTok * ttftPriorKTok
 	reg := [nFeat]float64{ttftPriorWeight, k2, k2, ttftPriorWeight}
 	var a [nFeat][nFeat + 1]float64

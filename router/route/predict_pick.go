@@ -56,10 +56,16 @@ func (r *Router) predictLocked(c indexer.Candidate, slot int32, m *ttftModel, ov
 	if slot >= 0 {
 		rl := r.load.ranks[slot]
 		queued, k, m = rl.prefillTokens, decodeFactor(rl.requests, rl.prefilling), rl.model
-	} else if m == nil { // never routed to: the prior
-		m = &r.priorModel
+	}
+	var own uint64
+	if m != nil {
+		own = m.n
+	}
+	if own == 0 { // no first token seen yet: the fleet's model
+		m = r.load.fleet
 	}
 	t := m.predict(queued, uncached, k)
+	t.Observations = own
 	t.CachedTokens = cached
 	return Candidate{
 		WorkerID: c.Worker.ID, DPRank: c.Worker.DPRank, OverlapBlocks: ov, Cost: t.TotalS,

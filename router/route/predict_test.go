@@ -26,7 +26,7 @@ func observeMany(m *ttftModel, p TTFTPrior, truth engineTruth, n int, rng *rand.
 	for range n {
 		work := uint64(rng.IntN(32_000))
 		k := float64(rng.IntN(2))
-		m.observe(p, work, k, truth.ttft(work, k)*(0.95+0.1*rng.Float64()))
+		m.observe(p, p.theta(), work, k, truth.ttft(work, k)*(0.95+0.1*rng.Float64()))
 	}
 }
 
@@ -82,7 +82,7 @@ func TestTTFTModelIgnoresBadObservations(t *testing.T) {
 	m := newTTFTModel(p)
 	before := m.theta
 	for _, s := range []float64{-1, nanF(), infF(), 2 * ttftMaxSampleS} {
-		m.observe(p, 1000, 0, s)
+		m.observe(p, p.theta(), 1000, 0, s)
 	}
 	assert.Equal(t, before, m.theta)
 	assert.Zero(t, m.n)
@@ -109,33 +109,43 @@ func TestTTFTPriorValidates(t *testing.T) {
 }
 
 // The router learns from its own prefill_done times: a rank whose first
-// tokens come late is predicted slower than the prior, and new work goes
-// elsewhere.
+// tokens come late is predicted slower than one whose come early, and new
+// work goes to the fast one; a rank it never routed to predicts what the
+// fleet does (not the static prior: ranks faster than the prior would
+// otherwise starve the ones not yet tried).
 func TestRouterLearnsFromPrefillDone(t *testing.T) {
 	p := DefaultParams()
 	p.Cost = CostTTFT
-	f := newFixture(t, 2, Options{Params: &p})
+	f := newFixture(t, 3, Options{Params: &p})
 	prompt := tokens(1, 4000)
+	only := func(w uint64) func(uint64) bool { return func(id uint64) bool { return id == w } }
 	for i := range 200 {
-		id := fmt.Sprint("slow", i)
-		d, err := f.r.Route(Request{Model: "m", TokenIDs: prompt, RequestID: id, Eligible: func(w uint64) bool { return w == 0 }})
-		require.NoError(t, err)
-		require.Equal(t, uint64(0), d.WorkerID)
-		f.clock.Advance(time.Second) // 4000 tokens in 1 s: 10x slower than the prior
-		require.True(t, f.r.PrefillDone(id))
-		require.True(t, f.r.Free(id))
+		for _, rank := range []struct {
+			id  uint64
+			ttf time.Duration
+		}{{0, time.Second}, {1, 100 * time.Millisecond}} { // 10x and 1x the prior's 4000 tokens
+			id := fmt.Sprint(rank.id, "-", i)
+			d, err := f.r.Route(Request{Model: "m", TokenIDs: prompt, RequestID: id, Eligible: only(rank.id)})
+			require.NoError(t, err)
+			require.Equal(t, rank.id, d.WorkerID)
+			f.clock.Advance(rank.ttf)
+			require.True(t, f.r.PrefillDone(id))
+			require.True(t, f.r.Free(id))
+		}
 	}
 	d, err := f.r.Route(Request{Model: "m", TokenIDs: prompt, RequestID: "next"})
 	require.NoError(t, err)
-	assert.Equal(t, uint64(1), d.WorkerID, "the unknown rank runs on the prior, faster")
-	var slow TTFTTerms
+	assert.Equal(t, uint64(1), d.WorkerID, "the fast rank")
+	terms := map[uint64]TTFTTerms{}
 	for _, c := range d.Candidates {
-		if c.WorkerID == 0 {
-			slow = c.TTFT
-		}
+		terms[c.WorkerID] = c.TTFT
 	}
-	assert.Equal(t, uint64(200), slow.Observations)
-	assert.InEpsilon(t, 1.0, slow.TotalS, 0.1, "predicts what it observed")
+	assert.Equal(t, uint64(200), terms[0].Observations)
+	assert.InEpsilon(t, 1.0, terms[0].TotalS, 0.1, "rank 0 predicts what it showed")
+	assert.InEpsilon(t, 0.1, terms[1].TotalS, 0.15, "rank 1 predicts what it showed")
+	assert.Zero(t, terms[2].Observations)
+	assert.Greater(t, terms[2].TotalS, terms[1].TotalS, "the untried rank: the fleet's average")
+	assert.Less(t, terms[2].TotalS, terms[0].TotalS, "the untried rank: the fleet's average")
 }
 
 // A hot prefix held by one rank, fully cached there: without the guard
@@ -178,7 +188,7 @@ func FuzzTTFTModel(f *testing.F) {
 			if i%2 == 1 {
 				s = s2
 			}
-			m.observe(p, work+uint64(i), k, s)
+			m.observe(p, p.theta(), work+uint64(i), k, s)
 		}
 		for _, v := range m.theta {
 			require.False(t, v != v || v < 0 || v > 60, "theta %v", m.theta)

@@ -119,8 +119,6 @@ type Router struct {
 	sortKeys   []costKey
 	sortTmp    []Candidate
 	remote     remoteState // replicas' load sync (remote.go)
-	// priorModel predicts for a rank the router has never routed to.
-	priorModel ttftModel
 }
 
 // New returns a Router over an Indexer.
@@ -153,9 +151,8 @@ func New(ix *indexer.Indexer, opts Options) (*Router, error) {
 		ix: ix, params: p, ttl: opts.RequestTTL, now: opts.Now,
 		rng:  rand.New(rand.NewPCG(seed, seed^0x9E3779B97F4A7C15)),
 		load: newLoadTable(), slotCaches: map[indexer.ModelKey]*slotCache{},
-		priorModel: *newTTFTModel(prior),
 	}
-	rt.load.prior = prior
+	rt.load.prior, rt.load.fleet = prior, newTTFTModel(prior)
 	return rt, nil
 }
 
