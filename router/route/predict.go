@@ -102,6 +102,8 @@ type TTFTTerms struct {
 	// OwnWorkS: the prefill this request adds to the rank (b * U, plus
 	// its decode share): what every later request routed there waits for.
 	OwnWorkS float64 `json:"own_work_s"`
+	// OverheadS: a, the rank's learned per-request overhead (in PrefillS).
+	OverheadS float64 `json:"overhead_s"`
 	// WorkWeight: how much OwnWorkS weighs in the score beside TotalS,
 	// from the fleet's mean queue (0 idle, up to workMax saturated).
 	WorkWeight   float64 `json:"work_weight"`
@@ -117,7 +119,7 @@ type TTFTTerms struct {
 func (m *ttftModel) predict(q, u uint64, k float64) TTFTTerms {
 	a, b, c, d := m.theta[0], m.theta[1], m.theta[2], m.theta[3]
 	qk, uk := float64(q)/ttftScaleKTok, float64(u)/ttftScaleKTok
-	t := TTFTTerms{QueueS: b * qk, PrefillS: a + b*uk, QueuedTokens: q, TokensPerS: ttftScaleKTok / b, Observations: m.n, DecodeFactor: k}
+	t := TTFTTerms{QueueS: b * qk, PrefillS: a + b*uk, OverheadS: a, QueuedTokens: q, TokensPerS: ttftScaleKTok / b, Observations: m.n, DecodeFactor: k}
 	t.OwnWorkS = b*uk + k*c*uk
 	t.DecodeS = k * (d + c*(qk+uk))
 	t.TotalS = finite(t.QueueS + t.PrefillS + t.DecodeS)

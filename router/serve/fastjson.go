@@ -173,6 +173,8 @@ func appendTTFT(b []byte, t *route.TTFTTerms) []byte {
 	b = appendFloat(b, t.TotalS)
 	b = append(b, `,"own_work_s":`...)
 	b = appendFloat(b, t.OwnWorkS)
+	b = append(b, `,"overhead_s":`...)
+	b = appendFloat(b, t.OverheadS)
 	b = append(b, `,"work_weight":`...)
 	b = appendFloat(b, t.WorkWeight)
 	b = append(b, `,"cached_tokens":`...)
