@@ -117,13 +117,21 @@ type TTFTTerms struct {
 // predict returns the terms for queued tokens q, uncached tokens u and
 // the rank's decode factor k.
 func (m *ttftModel) predict(q, u uint64, k float64) TTFTTerms {
+	var t TTFTTerms
+	m.predictInto(&t, q, u, k)
+	return t
+}
+
+// predictInto is predict into t, every field set.
+func (m *ttftModel) predictInto(t *TTFTTerms, q, u uint64, k float64) {
 	a, b, c, d := m.theta[0], m.theta[1], m.theta[2], m.theta[3]
 	qk, uk := float64(q)/ttftScaleKTok, float64(u)/ttftScaleKTok
-	t := TTFTTerms{QueueS: b * qk, PrefillS: a + b*uk, OverheadS: a, QueuedTokens: q, TokensPerS: ttftScaleKTok / b, Observations: m.n, DecodeFactor: k}
+	t.QueueS, t.PrefillS, t.OverheadS, t.QueuedTokens = b*qk, a+b*uk, a, q
+	t.TokensPerS, t.Observations, t.DecodeFactor = ttftScaleKTok/b, m.n, k
 	t.OwnWorkS = b*uk + k*c*uk
 	t.DecodeS = k * (d + c*(qk+uk))
 	t.TotalS = finite(t.QueueS + t.PrefillS + t.DecodeS)
-	return t
+	t.WorkWeight, t.CachedTokens = 0, 0
 }
 
 // observe fits one observation, pulled towards prior: a request routed

@@ -238,7 +238,7 @@ func (r *Router) RouteAppend(dst []Candidate, req Request) (Decision, error) {
 			depth = r.depth[s]
 		}
 		if ttft {
-			out[i] = r.predictLocked(c, slots[i], cache.models[i], ov, depth, len(req.TokenIDs), blockSize)
+			r.predictLocked(&out[i], c, slots[i], cache.models[i], ov, depth, len(req.TokenIDs), blockSize)
 			continue
 		}
 		l := r.load.projected(slots[i], depth, len(seq))
