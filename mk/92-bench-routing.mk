@@ -1,7 +1,9 @@
 # make bench-routing: routing quality on a virtual clock (kvrouter sim,
 # router/sim; docs/guides/routing-benchmark.md). Every policy at five
-# loads on 8 engines, over the vendored Mooncake synthetic trace and a
-# generated one, three seeds each; results, tables and plots go to
+# loads on 8 engines, over the vendored Mooncake synthetic trace and the
+# generated trace's two families apart (a shared system prompt with
+# multi-turn conversations; many tenants with distinct long prefixes),
+# five seeds each; results, tables and plots go to
 # docs/figures/routing/, and the tables into the README between their
 # markers. A few minutes on two cores: a standalone target, not part of
 # make bench.
@@ -9,13 +11,14 @@
 
 ROUTING_OUT := docs/figures/routing
 ROUTING_LOADS := 0.3,0.5,0.8,1.0,1.2
-# Seeds change the policies' tie-breaks and draws: intervals over three.
-ROUTING_SEEDS := 3
+# Seeds change the policies' tie-breaks and draws: intervals over five.
+ROUTING_SEEDS := 5
 
 bench-routing: $(KVROUTER)
 	$(KVROUTER) sim --engines 8 --load $(ROUTING_LOADS) --seeds $(ROUTING_SEEDS) --out $(ROUTING_OUT)/synthetic
-	$(KVROUTER) sim --engines 8 --load $(ROUTING_LOADS) --seeds $(ROUTING_SEEDS) --trace generated --out $(ROUTING_OUT)/generated
-	@for t in synthetic generated; do \
+	$(KVROUTER) sim --engines 8 --load $(ROUTING_LOADS) --seeds $(ROUTING_SEEDS) --trace generated-chat --out $(ROUTING_OUT)/generated-chat
+	$(KVROUTER) sim --engines 8 --load $(ROUTING_LOADS) --seeds $(ROUTING_SEEDS) --trace generated-tenants --out $(ROUTING_OUT)/generated-tenants
+	@for t in synthetic generated-chat generated-tenants; do \
 	  awk -v begin="<!-- bench-routing:$$t -->" -v end="<!-- /bench-routing:$$t -->" -v file="$(ROUTING_OUT)/$$t/table.md" \
 	    '$$0 == begin { print; while ((getline l < file) > 0) print l; skip = 1; next } $$0 == end { skip = 0 } !skip' \
 	    README.md > README.md.tmp && mv README.md.tmp README.md; \

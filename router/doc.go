@@ -8,7 +8,7 @@
 //	             (core), salt carried down the chain, skipped blocks by reason, one index per
 //	             model, worker states (live, degraded, quarantined), stability guardrails,
 //	             verification of engines' own block ids (enginehash)
-//	route/       choosing a worker: Dynamo's cost over overlap and active load, temperature,
+//	route/       choosing a worker: predicted TTFT learned per rank, or Dynamo's cost, temperature,
 //	             the active requests and their expiry; route/policy: every policy by name
 //	             (kvrouter's, the peers' formulas, the blind baselines) over one row of inputs
 //	serve/       the HTTP API (kvrouter's own, Dynamo's standalone indexer's), metrics,

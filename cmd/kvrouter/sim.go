@@ -37,7 +37,7 @@ Flags:
 		fs.PrintDefaults()
 	}
 	def := sim.DefaultConfig()
-	trace := fs.String("trace", "", `Mooncake-format trace (JSONL); "" : the vendored Mooncake synthetic trace; "generated": a generated two-family trace`)
+	trace := fs.String("trace", "", `Mooncake-format trace (JSONL); "" : the vendored Mooncake synthetic trace; "generated": a generated two-family trace; "generated-chat": its shared-system-prompt multi-turn family alone; "generated-tenants": its many-tenants-with-long-prefixes family alone`)
 	genRequests := fs.Int("generated-requests", 4000, "requests of a generated trace")
 	engines := fs.Int("engines", def.Engines, "engines in the fleet")
 	loads := fs.String("load", "0.3,0.5,0.8,1.0,1.2", "offered loads: prefill tokens/s over the fleet's prefill capacity (timestamps scaled, whole trace)")
@@ -171,10 +171,15 @@ func simTrace(path string, generated int) (sim.Trace, error) {
 	case "":
 		reqs, err := mooncaketrace.Requests()
 		return sim.Trace{Name: mooncaketrace.Name, Requests: reqs}, err
-	case "generated":
+	case "generated", "generated-" + mooncake.FamilyChat, "generated-" + mooncake.FamilyTenants:
 		opts := mooncake.DefaultGenerateOptions()
 		opts.Requests = generated
-		return sim.Trace{Name: fmt.Sprintf("generated (internal/mooncake.Generate, seed 1, %d requests)", generated), Requests: mooncake.Generate(1, opts)}, nil
+		opts.Family = strings.TrimPrefix(strings.TrimPrefix(path, "generated"), "-")
+		family := "two families"
+		if opts.Family != "" {
+			family = opts.Family + " family"
+		}
+		return sim.Trace{Name: fmt.Sprintf("generated, %s (internal/mooncake.Generate, seed 1, %d requests)", family, generated), Requests: mooncake.Generate(1, opts)}, nil
 	}
 	reqs, err := mooncake.ReadFile[float64](path)
 	return sim.Trace{Name: path, Requests: reqs}, err

@@ -23,7 +23,16 @@ type GenerateOptions struct {
 	Tenants, TenantBlocks int
 	// MaxOutput: outputs are uniform in 16..MaxOutput tokens.
 	MaxOutput int
+	// Family, when set, makes every request of one family (FamilyChat or
+	// FamilyTenants), whatever ChatShare says.
+	Family string
 }
+
+// The generated trace's families (GenerateOptions.Family).
+const (
+	FamilyChat    = "chat"
+	FamilyTenants = "tenants"
+)
 
 // DefaultGenerateOptions: 4,000 requests at 4 a second, half chat (a
 // 4-block system prompt, conversations of up to 24 blocks), half from 200
@@ -99,7 +108,14 @@ func Generate(seed uint64, opts GenerateOptions) []Request[float64] {
 			t += rng.ExpFloat64() * 1000 / o.RatePerSec
 		}
 		var ids []uint64
-		if rng.Float64() < o.ChatShare {
+		chat := rng.Float64() < o.ChatShare
+		switch o.Family {
+		case FamilyChat:
+			chat = true
+		case FamilyTenants:
+			chat = false
+		}
+		if chat {
 			// A new conversation when few are open, else a next turn.
 			k := -1
 			if len(chats) >= 16 && rng.Float64() > 0.15 {

@@ -42,3 +42,26 @@ func TestGenerateHasBothFamilies(t *testing.T) {
 	}
 	assert.Greater(t, len(chatContexts), 10, "many conversations behind one first id")
 }
+
+// A family option makes every request of that family: every chat turn
+// starts with the shared system prompt (ids 0..SystemBlocks-1); no tenant
+// request does.
+func TestGenerateOneFamily(t *testing.T) {
+	for _, tc := range []struct {
+		family     string
+		wantSystem bool
+	}{
+		{FamilyChat, true},
+		{FamilyTenants, false},
+	} {
+		t.Run(tc.family, func(t *testing.T) {
+			reqs := Generate(3, GenerateOptions{Requests: 200, SystemBlocks: 2, Tenants: 8, TenantBlocks: 5, Family: tc.family})
+			require.Len(t, reqs, 200)
+			for i, r := range reqs {
+				require.NotEmpty(t, r.HashIDs)
+				system := len(r.HashIDs) > 2 && r.HashIDs[0] == 0 && r.HashIDs[1] == 1
+				assert.Equal(t, tc.wantSystem, system, "request %d: %v", i, r.HashIDs)
+			}
+		})
+	}
+}

@@ -101,7 +101,10 @@ type Index struct {
 	MaxRankBlocks int `yaml:"max_rank_blocks"`
 }
 
-// Routing is Dynamo's cost function's knobs (each overridable per request).
+// Routing is how the router scores workers: by predicted time to first
+// token (kvrouter's default; docs/guides/routing.md), or, with Policy
+// dynamo, by Dynamo's cost with its knobs below (each overridable per
+// request).
 type Routing struct {
 	OverlapScoreCredit float64 `yaml:"overlap_score_credit"`
 	PrefillLoadScale   float64 `yaml:"prefill_load_scale"`
@@ -110,6 +113,8 @@ type Routing struct {
 	RequestTTL time.Duration `yaml:"request_ttl"`
 	// Policy: the proxy's policy when a request's X-Kvrouter-Policy
 	// header names none ("": kvrouter; any router/route/policy name).
+	// dynamo also makes /v1/route (and the proxy's kvrouter) score by
+	// Dynamo's cost instead of the predicted TTFT.
 	Policy string `yaml:"policy,omitempty"`
 }
 

@@ -97,7 +97,7 @@ func newFlagSet(name string, c *Config, p *Parsed, out io.Writer) *flag.FlagSet 
 	fs.Float64Var(&c.Routing.PrefillLoadScale, "prefill-load-scale", c.Routing.PrefillLoadScale, "weight of prefill load")
 	fs.Float64Var(&c.Routing.Temperature, "router-temperature", c.Routing.Temperature, "0: lowest cost; > 0: softmax sampling")
 	fs.DurationVar(&c.Routing.RequestTTL, "request-ttl", c.Routing.RequestTTL, "a routed request never freed expires after this")
-	fs.StringVar(&c.Routing.Policy, "policy", c.Routing.Policy, "the proxy's default routing policy (kvrouter, dynamo, llmd, llmd-precise, sglang, round_robin, random, least_loaded); a request's X-Kvrouter-Policy header wins")
+	fs.StringVar(&c.Routing.Policy, "policy", c.Routing.Policy, "the proxy's default routing policy (kvrouter: predicted TTFT; dynamo: Dynamo's cost, also for /v1/route; llmd, llmd-precise, sglang, round_robin, random, least_loaded); a request's X-Kvrouter-Policy header wins")
 	fs.Int64Var(&c.Limits.MaxBodyBytes, "max-body-bytes", c.Limits.MaxBodyBytes, "largest HTTP request body (413 above)")
 	fs.IntVar(&c.Limits.MaxTokens, "max-tokens", c.Limits.MaxTokens, "most token ids in one request (413 above)")
 	fs.DurationVar(&c.ShutdownTimeout, "shutdown-timeout", c.ShutdownTimeout, "graceful drain limit")

@@ -10,9 +10,17 @@ import (
 
 // BenchmarkRoute: one route (hash, match, cost over every candidate,
 // record the load) over 128 workers, each caching a different share of
-// a 1024-token system prompt, with 16-token blocks. Each iteration frees
-// its request so the load stays steady.
+// a 1024-token system prompt, with 16-token blocks, by each cost model
+// (ttft: the predicted TTFT, the service's default; dynamo: Dynamo's
+// cost). Each iteration marks its request's prefill done (one observation
+// of the TTFT model) and frees it so the load stays steady.
 func BenchmarkRoute(b *testing.B) {
+	for _, cost := range []string{CostTTFT, CostDynamo} {
+		b.Run(cost, func(b *testing.B) { benchmarkRoute(b, cost) })
+	}
+}
+
+func benchmarkRoute(b *testing.B, cost string) {
 	const workers, blockSize, promptTokens = 128, 16, 2048
 	ix, err := indexer.New(indexer.Options{BlockSize: blockSize, Mode: core.ModeWarn})
 	if err != nil {
@@ -35,7 +43,9 @@ func BenchmarkRoute(b *testing.B) {
 			Kind: ingest.BlockStored, BlockHashes: hashes, TokenIDs: system[:n*blockSize], BlockSize: blockSize,
 		}}})
 	}
-	r, err := New(ix, Options{Seed: 1})
+	p := DefaultParams()
+	p.Cost = cost
+	r, err := New(ix, Options{Seed: 1, Params: &p})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -54,6 +64,7 @@ func BenchmarkRoute(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
+		r.PrefillDone(d.RequestID)
 		r.Free(d.RequestID)
 	}
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "routes/s")

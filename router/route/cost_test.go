@@ -45,10 +45,10 @@ func TestParamsWithOverride(t *testing.T) {
 		wantErr string
 	}{
 		{"none", nil, DefaultParams(), ""},
-		{"each field", &Override{OverlapScoreCredit: f64(0.25), PrefillLoadScale: f64(3), RouterTemperature: f64(0.5)}, Params{0.25, 3, 0.5}, ""},
-		{"deprecated weight maps to the scale", &Override{OverlapScoreWeight: f64(2)}, Params{1, 2, 0}, ""},
-		{"the deprecated name wins when sent (upstream's quirk)", &Override{OverlapScoreWeight: f64(2), PrefillLoadScale: f64(5)}, Params{1, 2, 0}, ""},
-		{"a deprecated weight of 0 zeroes the credit too", &Override{OverlapScoreWeight: f64(0), OverlapScoreCredit: f64(0.5)}, Params{0, 0, 0}, ""},
+		{"each field", &Override{OverlapScoreCredit: f64(0.25), PrefillLoadScale: f64(3), RouterTemperature: f64(0.5)}, Params{OverlapScoreCredit: 0.25, PrefillLoadScale: 3, Temperature: 0.5}, ""},
+		{"deprecated weight maps to the scale", &Override{OverlapScoreWeight: f64(2)}, Params{OverlapScoreCredit: 1, PrefillLoadScale: 2, Temperature: 0}, ""},
+		{"the deprecated name wins when sent (upstream's quirk)", &Override{OverlapScoreWeight: f64(2), PrefillLoadScale: f64(5)}, Params{OverlapScoreCredit: 1, PrefillLoadScale: 2, Temperature: 0}, ""},
+		{"a deprecated weight of 0 zeroes the credit too", &Override{OverlapScoreWeight: f64(0), OverlapScoreCredit: f64(0.5)}, Params{OverlapScoreCredit: 0, PrefillLoadScale: 0, Temperature: 0}, ""},
 		{"credit above 1", &Override{OverlapScoreCredit: f64(1.5)}, Params{}, "0..1"},
 		{"negative temperature", &Override{RouterTemperature: f64(-1)}, Params{}, "router_temperature"},
 		{"NaN scale", &Override{PrefillLoadScale: f64(math.NaN())}, Params{}, "prefill_load_scale"},

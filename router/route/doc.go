@@ -1,7 +1,11 @@
-// Package route chooses a worker rank for a prompt with Dynamo's current
-// cost (reference kv-events.md §3) and keeps each rank's active load.
+// Package route chooses a worker rank for a prompt and keeps each rank's
+// active load. Two cost models (Params.Cost): CostTTFT, the predicted time
+// to first token learned online per rank from the first-token times
+// (predict.go, predict_pick.go; the service's default, docs/guides/
+// routing.md), and CostDynamo, Dynamo's current cost (reference
+// kv-events.md §3; the package's default).
 //
-// For every healthy rank of the prompt's (model, tenant) the cost is
+// For every healthy rank of the prompt's (model, tenant) Dynamo's cost is
 //
 //	prefill = max(0, (active prefill tokens + prompt tokens) / block size
 //	                 - overlap_score_credit * overlap blocks)

@@ -1,6 +1,7 @@
 package route
 
 import (
+	"math"
 	"slices"
 	"time"
 
@@ -34,6 +35,13 @@ type loadTable struct {
 	dead  int
 	// requestsPeak: see shrink.go.
 	requestsPeak peak
+	// models: each rank's fitted predicted-TTFT coefficients (predict.go),
+	// kept by worker so a swept slot's rank keeps what it learned.
+	models map[core.Worker]*ttftModel
+	prior  TTFTPrior
+	fleet  *ttftModel // every rank's observations: the ranks' prior
+	// rateEpoch: the time the ranks' scaled rates are relative to.
+	rateEpoch time.Time
 }
 
 type request struct {
@@ -44,6 +52,12 @@ type request struct {
 	// held: the request never expires (its caller frees it); it has no
 	// order entry.
 	held bool
+	// The predicted-TTFT observation: the work ahead of the request plus
+	// its own (uncached tokens) and the rank's decode state when it was
+	// routed; prefilling until its first token.
+	work       uint64
+	decode     float64 // the decode factor (predict.go)
+	prefilling bool
 }
 
 type orderEntry struct {
@@ -57,13 +71,20 @@ type rankLoad struct {
 	prefillTokens uint64
 	blocks        map[uint64]uint32 // sequence hash -> active requests holding it
 	blocksPeak    peak
+	prefilling    int // requests before their first token
+	model         *ttftModel
+	// rate: requests routed here, decayed with a 1 s time constant: the
+	// flood guard's measure, kept scaled to the table's rateEpoch (see
+	// rateScale) so a route decays every rank's rate with one exp.
+	rate float64
 }
 
 // idleSweepMin: idle slots kept before a sweep is considered.
 const idleSweepMin = 256
 
 func newLoadTable() loadTable {
-	return loadTable{requests: map[string]*request{}, slotOf: map[core.Worker]int32{}, gen: 1, holders: newHolders()}
+	return loadTable{requests: map[string]*request{}, slotOf: map[core.Worker]int32{}, gen: 1, holders: newHolders(),
+		models: map[core.Worker]*ttftModel{}, prior: DefaultTTFTPrior(), fleet: newTTFTModel(DefaultTTFTPrior())}
 }
 
 func (t *loadTable) has(id string) bool { _, ok := t.requests[id]; return ok }
@@ -76,6 +97,9 @@ type slotCache struct {
 	gen     uint64
 	workers []core.Worker
 	slots   []int32 // -1: the rank has no slot (no load)
+	// models: each candidate's predicted-TTFT model (nil: never routed
+	// to); models are only made with a slot, which bumps gen.
+	models []*ttftModel
 }
 
 // slotsFor returns the slot of each candidate, from c when still valid.
@@ -93,7 +117,7 @@ func (t *loadTable) slotsFor(c *slotCache, cands []indexer.Candidate) []int32 {
 		}
 	}
 	c.gen = t.gen
-	c.workers, c.slots = c.workers[:0], c.slots[:0]
+	c.workers, c.slots, c.models = c.workers[:0], c.slots[:0], c.models[:0]
 	for _, cd := range cands {
 		s, ok := t.slotOf[cd.Worker]
 		if !ok {
@@ -101,6 +125,7 @@ func (t *loadTable) slotsFor(c *slotCache, cands []indexer.Candidate) []int32 {
 		}
 		c.workers = append(c.workers, cd.Worker)
 		c.slots = append(c.slots, s)
+		c.models = append(c.models, t.models[cd.Worker])
 	}
 	return c.slots
 }
@@ -144,7 +169,13 @@ func (t *loadTable) slot(w core.Worker) int32 {
 		t.ranks = append(t.ranks, nil)
 		t.holders.fit(len(t.ranks))
 	}
-	t.ranks[s] = &rankLoad{worker: w, blocks: map[uint64]uint32{}}
+	m := t.models[w]
+	if m == nil {
+		m = newTTFTModel(t.prior)
+		m.theta = t.fleet.theta // a new rank starts as the fleet is
+		t.models[w] = m
+	}
+	t.ranks[s] = &rankLoad{worker: w, blocks: map[uint64]uint32{}, model: m}
 	t.slotOf[w] = s
 	t.idle++ // no request yet: add takes it out
 	t.gen++
@@ -154,7 +185,11 @@ func (t *loadTable) slot(w core.Worker) int32 {
 // add records a request's load; held requests never expire.
 func (t *loadTable) add(id string, w core.Worker, prefillTokens uint64, seq []uint64, now time.Time, held bool) {
 	s := t.slot(w)
-	rq := &request{slot: s, prefillTokens: prefillTokens, blocks: seq, at: now, held: held}
+	rl0 := t.ranks[s]
+	rq := &request{slot: s, prefillTokens: prefillTokens, blocks: seq, at: now, held: held,
+		work: rl0.prefillTokens + prefillTokens, decode: decodeFactor(rl0.requests, rl0.prefilling), prefilling: true}
+	rl0.prefilling++
+	rl0.rate += 1 / t.rateScale(now)
 	t.requests[id] = rq
 	t.requestsPeak.grew(len(t.requests))
 	if !held {
@@ -183,8 +218,56 @@ func (t *loadTable) prefillDone(id string) bool {
 	}
 	t.ranks[rq.slot].prefillTokens -= rq.prefillTokens
 	rq.prefillTokens = 0
+	if rq.prefilling {
+		rq.prefilling = false
+		t.ranks[rq.slot].prefilling--
+	}
 	return true
 }
+
+// observe feeds a request's routing-to-first-token time to its rank's
+// model; false when the request is unknown or already past prefill.
+func (t *loadTable) observe(id string, now time.Time) bool {
+	rq, ok := t.requests[id]
+	if !ok || !rq.prefilling {
+		return false
+	}
+	sec := now.Sub(rq.at).Seconds()
+	t.fleet.observe(t.prior, t.prior.theta(), rq.work, rq.decode, sec)
+	t.ranks[rq.slot].model.observe(t.prior, t.fleet.theta, rq.work, rq.decode, sec)
+	return true
+}
+
+// rateScale returns the factor that turns a rank's scaled rate into its
+// decayed arrival rate (requests per second) now: exp(-(now - epoch) /
+// window). Past rateRebaseS from the epoch, every rate is rebased to now,
+// so the factor stays in [exp(-rateRebaseS), 1] and never underflows.
+func (t *loadTable) rateScale(now time.Time) float64 {
+	if t.rateEpoch.IsZero() {
+		t.rateEpoch = now
+	}
+	dt := now.Sub(t.rateEpoch).Seconds()
+	if dt <= 0 {
+		return 1
+	}
+	f := math.Exp(-dt / rateWindowS)
+	if dt > rateRebaseS {
+		for _, rl := range t.ranks {
+			if rl != nil {
+				rl.rate *= f
+			}
+		}
+		t.rateEpoch, f = now, 1
+	}
+	return f
+}
+
+// rateRebaseS: how far the rate epoch may fall behind (exp(-64) is far
+// above the smallest float64).
+const rateRebaseS = 64.0
+
+// rateWindowS: the flood guard's time constant.
+const rateWindowS = 1.0
 
 func (t *loadTable) free(id string) bool {
 	if !t.release(id) {
@@ -213,6 +296,9 @@ func (t *loadTable) release(id string) bool {
 	rl := t.ranks[rq.slot]
 	rl.requests--
 	rl.prefillTokens -= rq.prefillTokens
+	if rq.prefilling {
+		rl.prefilling--
+	}
 	for _, h := range rq.blocks {
 		if n := rl.blocks[h] - 1; n == 0 {
 			delete(rl.blocks, h)

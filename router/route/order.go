@@ -63,9 +63,26 @@ func sortCandidates(out []Candidate, keys []costKey, tmp []Candidate) ([]costKey
 		return keys, tmp
 	}
 	slices.SortFunc(keys, compareCostKeys)
-	tmp = append(tmp[:0], out...)
-	for j, k := range keys {
-		out[j] = tmp[k.i]
+	// Put each candidate in place by following the permutation's cycles:
+	// every candidate moves once (a copy of the whole list and back moved
+	// each twice; a candidate with its TTFT terms is ~150 bytes). A placed
+	// slot's key points at itself.
+	for start := range keys {
+		if int(keys[start].i) == start {
+			continue
+		}
+		held := out[start]
+		j := start
+		for {
+			src := int(keys[j].i)
+			keys[j].i = uint32(j)
+			if src == start {
+				out[j] = held
+				break
+			}
+			out[j] = out[src]
+			j = src
+		}
 	}
 	return keys, tmp
 }

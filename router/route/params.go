@@ -12,7 +12,17 @@ type Params struct {
 	// Temperature: 0 picks the cheapest (ties at random); T > 0 samples
 	// from a softmax over the normalized negated costs.
 	Temperature float64 `json:"router_temperature"`
+	// Cost is the cost model: CostDynamo ("" too: Dynamo's default cost,
+	// cost.go) or CostTTFT (the predicted time to first token, in
+	// seconds, predict.go). Router-wide, not overridable per request.
+	Cost string `json:"-"`
 }
+
+// The cost models (Params.Cost).
+const (
+	CostDynamo = "dynamo"
+	CostTTFT   = "ttft"
+)
 
 // DefaultParams are Dynamo's defaults: credit 1, scale 1, temperature 0.
 func DefaultParams() Params {
@@ -79,6 +89,9 @@ func (p Params) Validate() error {
 		if !(f.v >= 0 && f.v <= f.max) {
 			return fmt.Errorf("%w: %s is %v, want 0..%v", ErrInvalidParams, f.name, f.v, f.max)
 		}
+	}
+	if p.Cost != "" && p.Cost != CostDynamo && p.Cost != CostTTFT {
+		return fmt.Errorf("%w: cost model %q, want %q or %q", ErrInvalidParams, p.Cost, CostDynamo, CostTTFT)
 	}
 	return nil
 }

@@ -36,6 +36,9 @@ type Options struct {
 	Seed uint64
 	// Now is the clock (tests); nil: time.Now.
 	Now func() time.Time
+	// TTFTPrior: the predicted-TTFT cost's prior (a rank's coefficients
+	// before it has history); nil: DefaultTTFTPrior().
+	TTFTPrior *TTFTPrior
 }
 
 // Request is one routing question.
@@ -69,17 +72,24 @@ type Candidate struct {
 	// cost's two terms.
 	PrefillBlocks float64 `json:"prefill_blocks"`
 	DecodeBlocks  uint64  `json:"decode_blocks"`
+	// TTFT: the predicted time to first token by term, when the cost is
+	// CostTTFT (then Cost is the choice's score in microseconds: TotalS +
+	// WorkWeight * OwnWorkS, rounded).
+	TTFT TTFTTerms `json:"ttft,omitzero"`
 }
 
 // Decision is where a request goes, and why: every candidate, sorted by
 // cost (then worker, rank).
 type Decision struct {
-	WorkerID      uint64      `json:"worker_id"`
-	DPRank        uint32      `json:"dp_rank"`
-	OverlapBlocks uint32      `json:"overlap_blocks"`
-	Cost          float64     `json:"cost"`
-	RequestID     string      `json:"request_id"`
-	Candidates    []Candidate `json:"candidates"`
+	WorkerID      uint64  `json:"worker_id"`
+	DPRank        uint32  `json:"dp_rank"`
+	OverlapBlocks uint32  `json:"overlap_blocks"`
+	Cost          float64 `json:"cost"`
+	// CostModel: the cost the candidates were scored by (CostDynamo or
+	// CostTTFT).
+	CostModel  string      `json:"cost_model,omitempty"`
+	RequestID  string      `json:"request_id"`
+	Candidates []Candidate `json:"candidates"`
 }
 
 // scratch holds one Route call's reusable buffers.
@@ -134,11 +144,20 @@ func New(ix *indexer.Indexer, opts Options) (*Router, error) {
 	if seed == 0 {
 		seed = rand.Uint64()
 	}
-	return &Router{
+	prior := DefaultTTFTPrior()
+	if opts.TTFTPrior != nil {
+		prior = *opts.TTFTPrior
+	}
+	if err := prior.Validate(); err != nil {
+		return nil, fmt.Errorf("route: %w", err)
+	}
+	rt := &Router{
 		ix: ix, params: p, ttl: opts.RequestTTL, now: opts.Now,
 		rng:  rand.New(rand.NewPCG(seed, seed^0x9E3779B97F4A7C15)),
 		load: newLoadTable(), slotCaches: map[indexer.ModelKey]*slotCache{},
-	}, nil
+	}
+	rt.load.prior, rt.load.fleet = prior, newTTFTModel(prior)
+	return rt, nil
 }
 
 // Params returns the router's default cost knobs.
@@ -206,6 +225,7 @@ func (r *Router) RouteAppend(dst []Candidate, req Request) (Decision, error) {
 	}
 	slots := r.load.slotsFor(cache, cands)
 	r.depth, r.alive = r.load.depths(seq, r.depth, r.alive)
+	ttft := p.Cost == CostTTFT
 	oi := 0
 	for i, c := range cands {
 		// Both lists are sorted by worker: merge.
@@ -220,6 +240,10 @@ func (r *Router) RouteAppend(dst []Candidate, req Request) (Decision, error) {
 		if s := slots[i]; s >= 0 {
 			depth = r.depth[s]
 		}
+		if ttft {
+			r.predictLocked(&out[i], c, slots[i], cache.models[i], ov, depth, len(req.TokenIDs), blockSize)
+			continue
+		}
 		l := r.load.projected(slots[i], depth, len(seq))
 		cost, prefill := Cost(p, blockSize, l, len(req.TokenIDs), ov)
 		out[i] = Candidate{
@@ -227,9 +251,17 @@ func (r *Router) RouteAppend(dst []Candidate, req Request) (Decision, error) {
 			State: c.State, PrefillBlocks: prefill, DecodeBlocks: l.DecodeBlocks,
 		}
 	}
-	pick := r.pickLocked(out, p.Temperature)
+	var pick int
+	if ttft && p.Temperature == 0 {
+		pick = r.pickTTFTLocked(out, slots)
+	} else {
+		pick = r.pickLocked(out, p.Temperature)
+	}
 	chosen := out[pick]
 	newTokens := max(0, len(req.TokenIDs)-int(chosen.OverlapBlocks)*blockSize)
+	if ttft {
+		newTokens = max(0, len(req.TokenIDs)-chosen.TTFT.CachedTokens)
+	}
 	r.load.add(id, core.Worker{ID: chosen.WorkerID, DPRank: chosen.DPRank}, uint64(newTokens), seq, r.now(), req.Held)
 	r.notifyLocked(LoadEvent{Op: LoadRouted, RequestID: id, Worker: core.Worker{ID: chosen.WorkerID, DPRank: chosen.DPRank},
 		PrefillTokens: uint64(newTokens), Blocks: seq})
@@ -254,11 +286,13 @@ func (r *Router) newIDLocked() string {
 }
 
 // PrefillDone marks a request's prefill done: its tokens stop counting as
-// prefill load (its blocks still count). It reports whether the request
-// was active.
+// prefill load (its blocks still count), and the time since it was routed
+// is one observation of its rank's predicted-TTFT model (predict.go). It
+// reports whether the request was active.
 func (r *Router) PrefillDone(id string) bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	r.load.observe(id, r.now())
 	ok := r.load.prefillDone(id)
 	if ok {
 		r.notifyLocked(LoadEvent{Op: LoadPrefillDone, RequestID: id})

@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/kvhash/kvhash/core"
+	"github.com/kvhash/kvhash/router/route"
 )
 
 type routeAnswer struct {
@@ -78,8 +79,12 @@ func TestTwoModelsNeverShareBlocks(t *testing.T) {
 	assert.Equal(t, "4", a.OverlapBlocks.String())
 }
 
+// Dynamo's knobs (router_config_override) change Dynamo's cost: the
+// router runs it when routing.policy is dynamo.
 func TestOverrideChangesTheCost(t *testing.T) {
-	s := newTestServer(t, testConfig())
+	cfg := testConfig()
+	cfg.Routing.Policy = "dynamo"
+	s := newTestServer(t, cfg)
 	s.must(201, "POST", "/v1/workers", `{"worker_id":1,"model":"m"}`, nil)
 	s.must(201, "POST", "/v1/workers", `{"worker_id":2,"model":"m"}`, nil)
 	prompt := seqTokens(1, 16) // 4 blocks, all cached on worker 1
@@ -109,6 +114,62 @@ func TestOverrideChangesTheCost(t *testing.T) {
 	s.must(200, "POST", "/v1/route", `{"model":"m","token_ids":`+tokensJSON(prompt)+`,
 		"router_config_override":{"overlap_score_weight":2}}`, &a)
 	assert.Equal(t, "12", costOf(a, "2"))
+}
+
+// By default /v1/route scores by predicted TTFT: the worker holding the
+// whole prompt is predicted faster, and explain shows each candidate's
+// terms (the cached worker prefills nothing beyond the overhead; the
+// cold one its 16 tokens at the prior's throughput).
+func TestRouteExplainsPredictedTTFT(t *testing.T) {
+	s := newTestServer(t, testConfig())
+	s.must(201, "POST", "/v1/workers", `{"worker_id":1,"model":"m"}`, nil)
+	s.must(201, "POST", "/v1/workers", `{"worker_id":2,"model":"m"}`, nil)
+	prompt := seqTokens(1, 16) // 4 blocks, all cached on worker 1
+	s.must(200, "POST", "/v1/events?worker_id=1", storedEvent(t, 1, 0, nil, prompt, 10, core.Options{}), nil)
+
+	type terms struct {
+		QueueS, PrefillS, DecodeS, TotalS, TokensPerS float64
+		CachedTokens                                  int `json:"cached_tokens"`
+	}
+	var a struct {
+		WorkerID   uint64 `json:"worker_id"`
+		Cost       float64
+		Candidates []struct {
+			WorkerID uint64 `json:"worker_id"`
+			Cost     float64
+			TTFT     *struct {
+				QueueS       float64 `json:"queue_s"`
+				PrefillS     float64 `json:"prefill_s"`
+				DecodeS      float64 `json:"decode_s"`
+				TotalS       float64 `json:"total_s"`
+				TokensPerS   float64 `json:"tokens_per_s"`
+				CachedTokens int     `json:"cached_tokens"`
+			} `json:"ttft"`
+		} `json:"candidates"`
+	}
+	s.must(200, "POST", "/v1/route", `{"model":"m","token_ids":`+tokensJSON(prompt)+`,"request_id":"a","explain":true}`, &a)
+	assert.Equal(t, uint64(1), a.WorkerID, "the cached worker is predicted faster")
+	require.Len(t, a.Candidates, 2)
+	byWorker := map[uint64]terms{}
+	for _, c := range a.Candidates {
+		require.NotNil(t, c.TTFT, "explain carries the TTFT terms")
+		byWorker[c.WorkerID] = terms{c.TTFT.QueueS, c.TTFT.PrefillS, c.TTFT.DecodeS, c.TTFT.TotalS, c.TTFT.TokensPerS, c.TTFT.CachedTokens}
+		assert.InDelta(t, c.TTFT.QueueS+c.TTFT.PrefillS+c.TTFT.DecodeS, c.TTFT.TotalS, 1e-12, "total is the sum of the terms")
+	}
+	prior := route.DefaultTTFTPrior()
+	assert.Equal(t, 16, byWorker[1].CachedTokens)
+	assert.InDelta(t, prior.OverheadS, byWorker[1].PrefillS, 1e-12, "nothing to prefill but the overhead")
+	assert.Equal(t, 0, byWorker[2].CachedTokens)
+	assert.InDelta(t, prior.OverheadS+prior.SecondsPerKTok*16/1000, byWorker[2].PrefillS, 1e-12)
+	assert.InDelta(t, 1000/prior.SecondsPerKTok, byWorker[2].TokensPerS, 1e-6, "an unseen rank runs on the prior")
+	assert.Less(t, byWorker[1].TotalS, byWorker[2].TotalS)
+
+	// Without explain, no terms.
+	var plain map[string]any
+	s.must(200, "POST", "/v1/route", `{"model":"m","token_ids":`+tokensJSON(prompt)+`}`, &plain)
+	for _, c := range plain["candidates"].([]any) {
+		assert.NotContains(t, c.(map[string]any), "ttft")
+	}
 }
 
 func TestWorkersShowRanksAndCounters(t *testing.T) {

@@ -151,10 +151,43 @@ func appendDecision(b []byte, d *route.Decision, explain bool) []byte {
 			b = appendFloat(b, c.PrefillBlocks)
 			b = append(b, `,"decode_blocks":`...)
 			b = strconv.AppendUint(b, c.DecodeBlocks, 10)
+			if c.TTFT != (route.TTFTTerms{}) {
+				b = appendTTFT(b, &c.TTFT)
+			}
 		}
 		b = append(b, '}')
 	}
 	return append(b, "]}\n"...)
+}
+
+// appendTTFT writes a candidate's predicted-TTFT terms (the field order
+// of route.TTFTTerms, as encoding/json writes them).
+func appendTTFT(b []byte, t *route.TTFTTerms) []byte {
+	b = append(b, `,"ttft":{"queue_s":`...)
+	b = appendFloat(b, t.QueueS)
+	b = append(b, `,"prefill_s":`...)
+	b = appendFloat(b, t.PrefillS)
+	b = append(b, `,"decode_s":`...)
+	b = appendFloat(b, t.DecodeS)
+	b = append(b, `,"total_s":`...)
+	b = appendFloat(b, t.TotalS)
+	b = append(b, `,"own_work_s":`...)
+	b = appendFloat(b, t.OwnWorkS)
+	b = append(b, `,"overhead_s":`...)
+	b = appendFloat(b, t.OverheadS)
+	b = append(b, `,"work_weight":`...)
+	b = appendFloat(b, t.WorkWeight)
+	b = append(b, `,"cached_tokens":`...)
+	b = strconv.AppendInt(b, int64(t.CachedTokens), 10)
+	b = append(b, `,"queued_tokens":`...)
+	b = strconv.AppendUint(b, t.QueuedTokens, 10)
+	b = append(b, `,"tokens_per_s":`...)
+	b = appendFloat(b, t.TokensPerS)
+	b = append(b, `,"observations":`...)
+	b = strconv.AppendUint(b, t.Observations, 10)
+	b = append(b, `,"decode_factor":`...)
+	b = appendFloat(b, t.DecodeFactor)
+	return append(b, '}')
 }
 
 // appendFloat formats a finite float as encoding/json does: plain decimal

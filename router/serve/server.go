@@ -24,6 +24,7 @@ import (
 	"github.com/kvhash/kvhash/router/internal/netguard"
 	"github.com/kvhash/kvhash/router/proxy"
 	"github.com/kvhash/kvhash/router/route"
+	"github.com/kvhash/kvhash/router/route/policy"
 )
 
 // Options configure a Server.
@@ -129,6 +130,7 @@ func New(opts Options) (*Server, error) {
 		OverlapScoreCredit: cfg.Routing.OverlapScoreCredit,
 		PrefillLoadScale:   cfg.Routing.PrefillLoadScale,
 		Temperature:        cfg.Routing.Temperature,
+		Cost:               routerCost(cfg.Routing.Policy),
 	}
 	if s.rt, err = route.New(ix, route.Options{Params: &params, RequestTTL: cfg.Routing.RequestTTL, Now: opts.Now, Seed: opts.Seed}); err != nil {
 		return nil, fmt.Errorf("serve: %w", err)
@@ -290,4 +292,14 @@ func (s *Server) requestReplay(src ingest.Source, fromSeq uint64) error {
 	}
 	s.m.replayRequests.Inc()
 	return s.ing.RequestReplay(src, fromSeq)
+}
+
+// routerCost is the cost model of the service's router (/v1/route and the
+// proxy's kvrouter policy): the predicted TTFT, unless the configured
+// policy is dynamo, which keeps Dynamo's default cost with its knobs.
+func routerCost(policyName string) string {
+	if policyName == policy.Dynamo {
+		return route.CostDynamo
+	}
+	return route.CostTTFT
 }

@@ -21,7 +21,7 @@ import (
 // rate in Dynamo's simulator (the ai-dynamo-runtime wheel in build/venv)
 // and here, with the mocker's profile and defaults on 8 engines. Round
 // robin, where routing cannot differ, must agree closely: the engine
-// model and its timing are the mocker's. Dynamo's kv_router and kvrouter's
+// model and its timing are the mocker's. Dynamo's kv_router and the dynamo
 // policy (the same cost, two implementations whose tie-breaks differ)
 // within a looser bound. Without the venv the test skips, unless
 // KVHASH_REQUIRE_VENV=1 (make sim-dynamo) makes that a failure.
@@ -61,7 +61,7 @@ func TestAgreesWithDynoSim(t *testing.T) {
 	cfg := DefaultConfig()
 	cfg.Trace = Trace{Name: "synthetic", Requests: reqs}
 	cfg.Loads, cfg.RateScales = nil, []float64{1}
-	cfg.Policies = []string{policy.RoundRobin, policy.KVRouter}
+	cfg.Policies = []string{policy.RoundRobin, policy.Dynamo}
 	res, err := Run(context.Background(), cfg)
 	require.NoError(t, err)
 	ours := map[string]Row{}
@@ -73,7 +73,7 @@ func TestAgreesWithDynoSim(t *testing.T) {
 		reuse, ttftShare float64
 	}{
 		{"round_robin", policy.RoundRobin, 0.005, 0.02},
-		{"kv_router", policy.KVRouter, 0.03, 0.10},
+		{"kv_router", policy.Dynamo, 0.03, 0.10},
 	} {
 		d, o := dyn[tc.dynamo], ours[tc.ours]
 		t.Logf("%s: reuse %.3f / %.3f, TTFT mean %.0f / %.0f ms, p90 %.0f / %.0f ms (DynoSim / sim)",

@@ -27,11 +27,14 @@ type service struct {
 	url string
 }
 
-func newService(t *testing.T, blockSize int, seed uint64) *service {
+// newService starts a service on the given clock (the simulator's
+// virtual time: the predicted-TTFT router learns from the time between a
+// route and its prefill_done).
+func newService(t *testing.T, blockSize int, seed uint64, now func() time.Time) *service {
 	cfg := config.Default()
 	cfg.BlockSize = blockSize
 	cfg.Routing.RequestTTL = 1000 * time.Hour
-	srv, err := serve.New(serve.Options{Config: cfg, Seed: seed, Now: func() time.Time { return epoch }})
+	srv, err := serve.New(serve.Options{Config: cfg, Seed: seed, Now: now})
 	require.NoError(t, err)
 	ts := httptest.NewServer(srv.Handler())
 	t.Cleanup(ts.Close)
@@ -82,9 +85,11 @@ func dynamoEvents(t *testing.T, b *ingest.Batch) []any {
 }
 
 // The sim's load accounting is the service's: a recorded kvrouter run
-// (its KV events, routes, first tokens and ends, in order) replayed
-// through kvrouter's HTTP API gives the same decision for every request
-// and the same load on every worker after every operation.
+// (its KV events, routes, first tokens and ends, in order, at their
+// virtual times) replayed through kvrouter's HTTP API gives the same
+// decision for every request (the same predicted TTFT, learned from the
+// same prefill_done times) and the same load on every worker after every
+// operation.
 func TestLoadAccountingMatchesTheService(t *testing.T) {
 	tr := smallTrace(3, 80)
 	cfg := smallConfig(tr)
@@ -97,7 +102,7 @@ func TestLoadAccountingMatchesTheService(t *testing.T) {
 	require.NoError(t, err)
 	simRouter := r.pol.(interface{ Router() *route.Router }).Router()
 
-	svc := newService(t, cfg.Engine.BlockSize, seed)
+	svc := newService(t, cfg.Engine.BlockSize, seed, r.clock)
 	for _, e := range r.engines {
 		svc.call("POST", "/v1/workers", map[string]any{"worker_id": e.worker.ID, "model": model, "engine_hash": "off"}, http.StatusCreated)
 	}

@@ -12,15 +12,25 @@ const (
 )
 
 func init() {
-	Register(KVRouter, func(env Env) (Policy, error) { return newRouterPolicy(KVRouter, env, route.DefaultParams()) })
-	Register(Dynamo, func(env Env) (Policy, error) { return newRouterPolicy(Dynamo, env, env.Dynamo) })
+	Register(KVRouter, func(env Env) (Policy, error) {
+		p := route.DefaultParams()
+		p.Cost = route.CostTTFT
+		return newRouterPolicy(KVRouter, env, p)
+	})
+	Register(Dynamo, func(env Env) (Policy, error) {
+		p := env.Dynamo
+		p.Cost = route.CostDynamo
+		return newRouterPolicy(Dynamo, env, p)
+	})
 }
 
 // routerPolicy is the production router (router/route) as a policy: the
 // same Route, PrefillDone and Free the service calls, over the production
-// index. kvrouter runs it with Dynamo's default knobs; dynamo with the
-// knobs given (Env.Dynamo: overlap_score_credit, prefill_load_scale,
-// router_temperature). Dynamo's credit decay (k), shared-tier credit (s)
+// index. kvrouter runs it with the predicted-TTFT cost (route.CostTTFT:
+// each rank's queued prefill plus this prompt's uncached prefill plus
+// decode interference, learned online from the prefill_done times);
+// dynamo with Dynamo's cost and the knobs given (Env.Dynamo:
+// overlap_score_credit, prefill_load_scale, router_temperature). Dynamo's credit decay (k), shared-tier credit (s)
 // and per-request weight (alpha) default to 0, where the formula is the
 // one router/route computes; they are not modelled.
 type routerPolicy struct {

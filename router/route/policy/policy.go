@@ -1,6 +1,6 @@
 // Package policy is kvrouter's routing policies by name: kvrouter's own
-// (Dynamo's cost as router/route implements it), the peers' (Dynamo with
-// its knobs, llm-d's default and precise profiles, SGLang's cache_aware)
+// (the predicted time to first token of router/route), the peers' (Dynamo's
+// cost with its knobs, llm-d's default and precise profiles, SGLang's cache_aware)
 // and the blind baselines (round robin, random, least loaded by tokens).
 //
 // Every policy answers one question over one shared row of inputs per
