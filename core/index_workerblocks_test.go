@@ -7,7 +7,7 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// WorkerBlocks agrees with Stats' per-rank count through stores, a
+// WorkerBlocks and WorkerViolations agree with Stats' per-rank counts through stores, a
 // reused name (the old block kept unnamed), removals and a clear.
 func TestWorkerBlocksAgreesWithStats(t *testing.T) {
 	x := NewIndex(IndexOptions{Mode: ModeWarn})
@@ -18,6 +18,14 @@ func TestWorkerBlocksAgreesWithStats(t *testing.T) {
 			}
 		}
 		return 0
+	}
+	statsViolations := func(w Worker) [NumViolations]uint64 {
+		for _, ws := range x.Stats().Workers {
+			if ws.Worker == w {
+				return ws.Violations
+			}
+		}
+		return [NumViolations]uint64{}
 	}
 	steps := []struct {
 		name  string
@@ -36,6 +44,12 @@ func TestWorkerBlocksAgreesWithStats(t *testing.T) {
 		for w, n := range st.want {
 			assert.Equal(t, n, x.WorkerBlocks(w), "%s: %v", st.name, w)
 			assert.Equal(t, statsBlocks(w), x.WorkerBlocks(w), "%s: %v against Stats", st.name, w)
+			assert.Equal(t, statsViolations(w), x.WorkerViolations(w), "%s: %v's violations against Stats", st.name, w)
 		}
 	}
+	var reused uint64
+	for _, n := range x.WorkerViolations(w1) {
+		reused += n
+	}
+	assert.Positive(t, reused, "the reused name counted a violation")
 }

@@ -44,18 +44,18 @@ func (x *Indexer) ApplyEvent(workerID uint64, ev core.Event) error {
 			return fmt.Errorf("%w: worker %d dp_rank %d holds %d blocks; storing %d more would pass max_rank_blocks %d",
 				ErrRankFull, workerID, ev.DPRank, r.held, len(ev.Blocks), x.opts.MaxRankBlocks)
 		}
-		before := rankViolations(w.index, r.w)
+		before := w.index.WorkerViolations(r.w)
 		err = w.index.ApplyStored(r.w, ev.ID, ev.ParentHash, ev.Blocks)
 		if !errors.Is(err, core.ErrEventRejected) {
 			r.storesSince++
 		}
 		a.outcome(KindStored, err)
-		err = withWarned(err, before, rankViolations(w.index, r.w), ev.ID)
+		err = withWarned(err, before, w.index.WorkerViolations(r.w), ev.ID)
 	case core.EventRemoved:
-		before := rankViolations(w.index, r.w)
+		before := w.index.WorkerViolations(r.w)
 		err = w.index.ApplyRemoved(r.w, ev.ID, ev.BlockHashes)
 		a.outcome(KindRemoved, err)
-		err = withWarned(err, before, rankViolations(w.index, r.w), ev.ID)
+		err = withWarned(err, before, w.index.WorkerViolations(r.w), ev.ID)
 	case core.EventCleared:
 		a.cleared()
 	default:
@@ -113,16 +113,6 @@ func (x *Indexer) CheckEvents(workerID uint64, evs []core.Event) error {
 // the mode says, and reported to the HTTP publisher that sent it (core
 // returns them as errors only in enforce mode).
 var ErrWarnedViolation = errors.New("stability violation (warn mode: applied)")
-
-// rankViolations is a rank's violation counts in an index.
-func rankViolations(ix *core.Index, w core.Worker) [core.NumViolations]uint64 {
-	for _, ws := range ix.Stats().Workers {
-		if ws.Worker == w {
-			return ws.Violations
-		}
-	}
-	return [core.NumViolations]uint64{}
-}
 
 // withWarned is err, or when the event raised violations core did not
 // return (warn mode), an error naming them.
