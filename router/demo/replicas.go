@@ -25,6 +25,9 @@ import (
 // its fleet), and everything else (the dashboard, the API) to the first.
 // The returned Router is the front, its Server the first replica.
 func StartReplicas(cfg config.Config, n int, log *slog.Logger) (*Router, error) {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler) // as serve.New takes a nil logger
+	}
 	if n < 2 {
 		return StartRouter(cfg, log)
 	}
