@@ -13,12 +13,10 @@ import (
 	"strings"
 	"time"
 
+	mooncaketrace "github.com/kvhash/kvhash/data/mooncake"
 	"github.com/kvhash/kvhash/router/demo"
 	"github.com/kvhash/kvhash/router/proxy"
 )
-
-// defaultTrace is the shared Mooncake trace, relative to the repository.
-const defaultTrace = "../shared/data/mooncake-synthetic-trace.jsonl"
 
 // runDemo is `kvrouter demo`: kvrouter in this process, kvmock engines as
 // child processes, a trace replayed through the proxy once per policy.
@@ -36,7 +34,7 @@ Flags:
 `)
 		fs.PrintDefaults()
 	}
-	trace := fs.String("trace", "", "Mooncake-format trace (JSONL); default "+defaultTrace+" when present, else a generated one")
+	trace := fs.String("trace", "", `Mooncake-format trace (JSONL); "": the public Mooncake synthetic trace vendored in the binary (data/mooncake); "generated": a generated one`)
 	sample := fs.Int("sample", 0, "keep 1 conversation in K (a request continues the conversation of the longest earlier turn it extends); 1: the whole trace; 0: the K that leaves about 600 requests")
 	requests := fs.Int("requests", 0, "then keep only the first N requests (0: all)")
 	engines := fs.Int("engines", 8, "kvmock engines")
@@ -176,19 +174,22 @@ func checkDemoFlags(engines int, speedup float64, requests, sample, unstable, re
 // maxDemoRequests keeps the default demo under two minutes on two cores.
 const maxDemoRequests = 600
 
-// loadTrace reads --trace, else the shared trace, else generates one; it
+// loadTrace reads --trace (by default the vendored Mooncake trace, so a
+// clone replays what the README shows; "generated": a generated one); it
 // samples conversations (1 in k) and keeps the first n requests.
 func loadTrace(path string, k, n int, out io.Writer) ([]demo.Request, string, error) {
-	if path == "" {
-		if _, err := os.Stat(defaultTrace); err == nil {
-			path = defaultTrace
-		}
-	}
 	var reqs []demo.Request
-	name := path
-	if path == "" {
-		reqs, name = demo.GenerateTrace(600, 1), "generated (no "+defaultTrace+")"
-	} else {
+	var name string
+	switch path {
+	case "":
+		var err error
+		if reqs, err = mooncaketrace.Requests(); err != nil {
+			return nil, "", fmt.Errorf("the vendored trace: %w", err)
+		}
+		name = "mooncake-synthetic-trace.jsonl (vendored)"
+	case "generated":
+		reqs, name = demo.GenerateTrace(600, 1), "generated"
+	default:
 		var err error
 		if reqs, err = demo.ReadTraceFile(path); err != nil {
 			return nil, "", err

@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	mooncaketrace "github.com/kvhash/kvhash/data/mooncake"
 	"github.com/kvhash/kvhash/router/demo"
 )
 
@@ -65,4 +66,23 @@ func TestLoadTrace(t *testing.T) {
 	few, _, err := loadTrace(path, 1, 10, &out)
 	require.NoError(t, err)
 	assert.Equal(t, all[:10], few)
+}
+
+// With no --trace the demo replays the vendored Mooncake trace from any
+// directory (a user's clone has no ../shared); "generated" asks for a
+// generated one.
+func TestLoadTraceDefaultsToTheVendoredTrace(t *testing.T) {
+	t.Chdir(t.TempDir())
+	var out bytes.Buffer
+	reqs, name, err := loadTrace("", 1, 0, &out)
+	require.NoError(t, err)
+	assert.Contains(t, name, "vendored")
+	vendored, err := mooncaketrace.Requests()
+	require.NoError(t, err)
+	assert.Len(t, reqs, 3993)
+	assert.Equal(t, vendored, reqs)
+	gen, name, err := loadTrace("generated", 1, 0, &out)
+	require.NoError(t, err)
+	assert.Equal(t, "generated", name)
+	assert.Equal(t, demo.GenerateTrace(600, 1), gen)
 }
