@@ -3,6 +3,7 @@ package demo_test
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"net/http"
 	"strings"
 	"testing"
@@ -26,17 +27,7 @@ func TestDemoRunsWithAuthOn(t *testing.T) {
 	r, err := demo.StartRouter(a, nil)
 	require.NoError(t, err)
 	defer r.Stop()
-	register := func(auth string) int {
-		req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, r.URL+"/v1/workers", strings.NewReader(`{"worker_id":1,"model":"m"}`))
-		require.NoError(t, err)
-		if auth != "" {
-			req.Header.Set("Authorization", auth)
-		}
-		resp, err := http.DefaultClient.Do(req)
-		require.NoError(t, err)
-		resp.Body.Close()
-		return resp.StatusCode
-	}
+	register := func(auth string) int { return registerWorker(t, r.URL, 1, auth) }
 	assert.Equal(t, http.StatusUnauthorized, register(""))
 	assert.Equal(t, http.StatusUnauthorized, register("Bearer "+b.Security.AdminToken), "another start's token")
 	assert.Equal(t, http.StatusCreated, register("Bearer "+r.AdminToken))
@@ -64,21 +55,27 @@ func TestReplicasFrontCarriesTheToken(t *testing.T) {
 	r, err := demo.StartReplicas(demo.RouterConfig("127.0.0.1:0", 16), 2, nil) // nil: no logs (it panicked before)
 	require.NoError(t, err)
 	defer r.Stop()
-	register := func(auth string) int {
-		req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, r.URL+"/v1/workers", strings.NewReader(`{"worker_id":7,"model":"m"}`))
-		require.NoError(t, err)
-		if auth != "" {
-			req.Header.Set("Authorization", auth)
-		}
-		resp, err := http.DefaultClient.Do(req)
-		require.NoError(t, err)
-		resp.Body.Close()
-		return resp.StatusCode
-	}
+	register := func(auth string) int { return registerWorker(t, r.URL, 7, auth) }
 	assert.NotEqual(t, http.StatusCreated, register(""), "refused by the replicas")
 	_, registered := r.Server.Indexer().Worker(7)
 	assert.False(t, registered)
 	assert.Equal(t, http.StatusCreated, register("Bearer "+r.AdminToken))
 	_, registered = r.Server.Indexer().Worker(7)
 	assert.True(t, registered)
+}
+
+// registerWorker posts a worker of model m to kvrouter at url with an
+// Authorization header ("" for none) and returns the status.
+func registerWorker(t *testing.T, url string, id uint64, auth string) int {
+	t.Helper()
+	body := strings.NewReader(fmt.Sprintf(`{"worker_id":%d,"model":"m"}`, id))
+	req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, url+"/v1/workers", body)
+	require.NoError(t, err)
+	if auth != "" {
+		req.Header.Set("Authorization", auth)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	resp.Body.Close()
+	return resp.StatusCode
 }

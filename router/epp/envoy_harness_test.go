@@ -248,7 +248,7 @@ func startEnvoy(t testing.TB, bin string, data map[string]any) {
 	require.NoError(t, tmpl.Execute(&buf, data))
 	cfgPath := filepath.Join(t.TempDir(), "envoy.yaml")
 	require.NoError(t, os.WriteFile(cfgPath, buf.Bytes(), 0o600))
-	var stderr lockedBuffer
+	var stderr logtest.Buffer
 	cmd := exec.Command(bin, "-c", cfgPath, "--concurrency", "1", "--disable-hot-restart", "--log-level", "warn")
 	cmd.Stdout, cmd.Stderr = &stderr, &stderr
 	require.NoError(t, cmd.Start(), "starting envoy")
@@ -327,21 +327,4 @@ func prompt(seed, n int) []int {
 		out[i] = 10 + (seed*7919+i)%100000
 	}
 	return out
-}
-
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
 }

@@ -1,7 +1,6 @@
 package ingest
 
 import (
-	"bytes"
 	"context"
 	"encoding/binary"
 	"errors"
@@ -10,7 +9,6 @@ import (
 	"net"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -19,6 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"github.com/vmihailenco/msgpack/v5"
 
+	"github.com/kvhash/kvhash/router/internal/logtest"
 	"github.com/kvhash/kvhash/router/zmqcap"
 	"github.com/kvhash/kvhash/router/zmqcap/zmqcaptest"
 )
@@ -31,29 +30,11 @@ import (
 // signal. Guarded, the peer is dropped and counted, and real publishers'
 // batches still arrive.
 
-// syncBuffer is a log sink read while the subscriber writes to it.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
 // guardedSubscriber is a Subscriber capped at max (0: the default) whose
 // log is returned.
-func guardedSubscriber(t *testing.T, h Handler, max int64) (*Subscriber, *syncBuffer) {
+func guardedSubscriber(t *testing.T, h Handler, max int64) (*Subscriber, *logtest.Buffer) {
 	t.Helper()
-	logs := &syncBuffer{}
+	logs := &logtest.Buffer{}
 	s, err := New(Options{
 		Handler:         h,
 		Logger:          slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelWarn})),
