@@ -3,9 +3,11 @@ package indexerbench
 import (
 	"context"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"io"
 	"log"
+	"net"
 	"sync"
 	"time"
 
@@ -131,11 +133,12 @@ func publishEngine(ctx context.Context, s zmq4.Socket, msgs []Message, start tim
 	return nil
 }
 
-// Close closes the sockets.
+// Close closes the sockets. A connection its subscriber closed first
+// (the indexer stopped) is not an error.
 func (p *Publishers) Close() error {
 	var first error
 	for _, s := range p.socks {
-		if err := s.Close(); err != nil && first == nil {
+		if err := s.Close(); err != nil && !errors.Is(err, net.ErrClosed) && first == nil {
 			first = err
 		}
 	}

@@ -182,3 +182,12 @@ func Verify(ctx context.Context, url string, qs []Query) (wrong int, first strin
 	}
 	return wrong, first, nil
 }
+
+// PromptQueries prepares a /query call for every prompt of the stream.
+func (st *Stream) PromptQueries() []Query {
+	out := make([]Query, len(st.Prompts))
+	for i, p := range st.Prompts {
+		out[i] = Query{Body: queryBody(st.Tokens(p)), Want: st.Expected(p), BlockSize: st.Spec.BlockSize}
+	}
+	return out
+}

@@ -121,8 +121,12 @@ func Targets(cells []Cell) []string {
 	var p99s, rsss []string
 	for _, c := range cells {
 		k, d := c.KVRouter, c.Dynamo
-		ing := ratio(med(k, func(r Result) float64 { return r.BlocksPerSec }), med(d, func(r Result) float64 { return r.BlocksPerSec }))
-		minIngest = min(minIngest, ing)
+		// A paced stream's blocks/s is its pace on both sides: ingest
+		// throughput is a burst's.
+		if c.Rate == 0 {
+			ing := ratio(med(k, func(r Result) float64 { return r.BlocksPerSec }), med(d, func(r Result) float64 { return r.BlocksPerSec }))
+			minIngest = min(minIngest, ing)
+		}
 		maxCPU = max(maxCPU, ratio(med(k, func(r Result) float64 { return float64(r.CPUPerBlock) }), med(d, func(r Result) float64 { return float64(r.CPUPerBlock) })))
 		rr := ratio(med(k, func(r Result) float64 { return float64(r.PeakRSS) }), med(d, func(r Result) float64 { return float64(r.PeakRSS) }))
 		maxRSS = max(maxRSS, rr)
@@ -139,10 +143,18 @@ func Targets(cells []Cell) []string {
 			burstMax = max(burstMax, med(k, func(r Result) float64 { return ms(r.Query.Max) }))
 		}
 	}
-	check("ingest >= 1.7x Dynamo's", minIngest >= 1.7, fmt.Sprintf("lowest ratio %.2fx", minIngest))
+	if minIngest < 1e18 {
+		check("ingest >= 1.7x Dynamo's (bursts)", minIngest >= 1.7, fmt.Sprintf("lowest ratio %.2fx", minIngest))
+	}
 	check("CPU per block <= 0.5x", maxCPU <= 0.5, fmt.Sprintf("highest ratio %.2fx", maxCPU))
-	check("query p99 <= Dynamo's at every paced rate", p99ok, strings.Join(append([]string{"higher in"}, p99s...), " "))
-	check("longest query under a burst < 5 ms", burstMax < 5, fmt.Sprintf("median of the runs' max, worst case %.1f ms", burstMax))
-	check("peak RSS <= Dynamo's everywhere", maxRSS <= 1, fmt.Sprintf("highest ratio %.2fx; higher in %v", maxRSS, rsss))
+	detail := "lower or equal in every paced case"
+	if !p99ok {
+		detail = "higher in " + strings.Join(p99s, "; ")
+	}
+	check("query p99 <= Dynamo's at every paced rate", p99ok, detail)
+	if minIngest < 1e18 {
+		check("longest query under a burst < 5 ms", burstMax < 5, fmt.Sprintf("median of the runs' max, worst case %.1f ms", burstMax))
+	}
+	check("peak RSS <= Dynamo's everywhere", maxRSS <= 1, fmt.Sprintf("highest ratio %.2fx; higher in %d cases %s", maxRSS, len(rsss), strings.Join(rsss, "; ")))
 	return out
 }
