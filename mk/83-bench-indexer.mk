@@ -3,11 +3,11 @@
 # the same generated vLLM-format ZeroMQ stream from one PUB socket per
 # engine on loopback and queried through the Dynamo-API /query both serve
 # (router/internal/indexerbench; docs/guides/indexer-benchmark.md).
-# Bench only. The whole matrix is about 11 minutes on 2 shared cores:
+# Bench only. The whole matrix takes 8-9 minutes on 2 shared cores:
 #
 #   make bench-indexer                                     2M and 8M blocks, 4 and 32 engines,
 #                                                          burst, 500k/s and 1.2M/s, 3 runs a side
-#   make bench-indexer INDEXER_BENCH_BLOCKS=2M INDEXER_BENCH_RUNS=1    quick (about 40 s)
+#   make bench-indexer INDEXER_BENCH_BLOCKS=2M INDEXER_BENCH_RUNS=1    quick (under a minute)
 #
 # The table goes to build/bench-indexer.md as well as the terminal.
 INDEXER_BENCH_ENGINES ?= 4,32

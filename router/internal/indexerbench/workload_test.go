@@ -135,3 +135,9 @@ func TestCountsAndRateNames(t *testing.T) {
 	assert.Equal(t, "1.2M/s", RateName(1_200_000))
 	assert.Equal(t, "2M/s", RateName(2_000_000))
 }
+
+func TestMillionsNeverPrintsAThousandK(t *testing.T) {
+	assert.Equal(t, "1M", millions(999_600))
+	assert.Equal(t, "999k", millions(999_400))
+	assert.Equal(t, "8M", millions(8_000_399))
+}
