@@ -123,7 +123,7 @@ func Generate(spec Spec) (*Stream, error) {
 	}
 	rng := rand.New(rand.NewPCG(spec.Seed, 0x1dec5))
 	st := &Stream{Spec: spec, hasPrefix: make([][]bool, spec.Engines)}
-	var next uint64 = 1 // block 0 would hold token 0..: any id works, 1 keeps ids != 0
+	var next uint64 = 1 // the next block id (token 0 is left unused)
 	for range spec.Prefixes {
 		n := spec.PrefixMin + rng.IntN(spec.PrefixMax-spec.PrefixMin+1)
 		st.prefixes = append(st.prefixes, blockRun{next, n})
@@ -132,8 +132,8 @@ func Generate(spec Spec) (*Stream, error) {
 	for e := range st.hasPrefix {
 		st.hasPrefix[e] = make([]bool, spec.Prefixes)
 	}
-	// Prompts, assigned round-robin-at-random to engines, until the
-	// stored blocks reach the target.
+	// Prompts, each to an engine drawn at random, until the stored
+	// blocks reach the target.
 	var planned []storePlan
 	stored := 0
 	for stored < spec.StoredBlocks {
