@@ -1,6 +1,7 @@
 package indexerbench
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -98,7 +99,20 @@ type QueryStats struct {
 	Sent, Failed  int
 	P50, P99, Max time.Duration
 	Rate          float64 // answered queries per second
+	// Slowest are the slowest queries, slowest first, with when they
+	// were sent: stalls that recur as the index grows show as a pattern
+	// in At.
+	Slowest []SlowQuery
 }
+
+// SlowQuery is one query's latency and when it was sent, from the start
+// of the stream.
+type SlowQuery struct {
+	At, Took time.Duration
+}
+
+// slowestKept is how many of the slowest queries QueryStats keeps.
+const slowestKept = 5
 
 // DriveQueries sends qs round-robin, one at a time, one every 1/rate
 // seconds until ctx ends. A late answer delays the next query (it is
@@ -107,6 +121,7 @@ type QueryStats struct {
 func DriveQueries(ctx context.Context, url string, qs []Query, rate float64) QueryStats {
 	interval := time.Duration(float64(time.Second) / rate)
 	var lat []time.Duration
+	var slow []SlowQuery
 	failed := 0
 	start := time.Now()
 	next := start
@@ -114,11 +129,11 @@ func DriveQueries(ctx context.Context, url string, qs []Query, rate float64) Que
 		if d := time.Until(next); d > 0 {
 			select {
 			case <-ctx.Done():
-				return summarize(lat, failed, time.Since(start))
+				return summarize(lat, slow, failed, time.Since(start))
 			case <-time.After(d):
 			}
 		} else if ctx.Err() != nil {
-			return summarize(lat, failed, time.Since(start))
+			return summarize(lat, slow, failed, time.Since(start))
 		}
 		sent := time.Now()
 		_, err := ask(context.WithoutCancel(ctx), url, qs[i%len(qs)])
@@ -127,6 +142,7 @@ func DriveQueries(ctx context.Context, url string, qs []Query, rate float64) Que
 			failed++
 		} else {
 			lat = append(lat, took)
+			slow = keepSlowest(slow, SlowQuery{At: sent.Sub(start), Took: took})
 		}
 		next = next.Add(interval)
 		if now := time.Now(); next.Before(now) {
@@ -135,8 +151,18 @@ func DriveQueries(ctx context.Context, url string, qs []Query, rate float64) Que
 	}
 }
 
-func summarize(lat []time.Duration, failed int, elapsed time.Duration) QueryStats {
-	s := QueryStats{Sent: len(lat) + failed, Failed: failed}
+// keepSlowest adds q to the slowest queries if it is one of them.
+func keepSlowest(slow []SlowQuery, q SlowQuery) []SlowQuery {
+	if len(slow) == slowestKept && q.Took <= slow[len(slow)-1].Took {
+		return slow
+	}
+	i, _ := slices.BinarySearchFunc(slow, q, func(a, b SlowQuery) int { return cmp.Compare(b.Took, a.Took) })
+	slow = slices.Insert(slow, i, q)
+	return slow[:min(len(slow), slowestKept)]
+}
+
+func summarize(lat []time.Duration, slow []SlowQuery, failed int, elapsed time.Duration) QueryStats {
+	s := QueryStats{Sent: len(lat) + failed, Failed: failed, Slowest: slow}
 	if len(lat) == 0 {
 		return s
 	}

@@ -65,3 +65,16 @@ func TestTargetsJudgeMediansOfTheRightCases(t *testing.T) {
 		})
 	}
 }
+
+func TestKeepSlowestKeepsTheSlowestInOrder(t *testing.T) {
+	var slow []SlowQuery
+	for i, took := range []int{3, 9, 1, 7, 5, 8, 2, 6, 4} {
+		slow = keepSlowest(slow, SlowQuery{At: time.Duration(i) * time.Second, Took: time.Duration(took) * time.Millisecond})
+	}
+	var got []time.Duration
+	for _, q := range slow {
+		got = append(got, q.Took)
+	}
+	assert.Equal(t, []time.Duration{9 * time.Millisecond, 8 * time.Millisecond, 7 * time.Millisecond, 6 * time.Millisecond, 5 * time.Millisecond}, got)
+	assert.Equal(t, time.Second, slow[0].At)
+}

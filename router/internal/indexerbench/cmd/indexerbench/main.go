@@ -85,10 +85,11 @@ func run() error {
 						if err != nil {
 							return fmt.Errorf("%s: %w", cell.Name(), err)
 						}
-						fmt.Fprintf(os.Stderr, "  %s run %d %-8s %s blocks/s  cpu %.3f µs/block  rss %d MiB  query p50 %.2f p99 %.2f max %.1f ms %.0f/s  wrong %d %s\n",
+						fmt.Fprintf(os.Stderr, "  %s run %d %-8s %s blocks/s  cpu %.3f µs/block  rss %d MiB  query p50 %.2f p99 %.2f max %.1f ms %.0f/s  wrong %d %s  slowest%s\n",
 							cell.Name(), r+1, res.Target, strconv.FormatFloat(res.BlocksPerSec, 'f', 0, 64),
 							float64(res.CPUPerBlock)/float64(time.Microsecond), res.PeakRSS>>20,
-							ms(res.Query.P50), ms(res.Query.P99), ms(res.Query.Max), res.Query.Rate, res.Wrong, res.FirstWrong)
+							ms(res.Query.P50), ms(res.Query.P99), ms(res.Query.Max), res.Query.Rate, res.Wrong, res.FirstWrong,
+							slowest(res.Query.Slowest))
 						if side == 0 {
 							cell.KVRouter = append(cell.KVRouter, res)
 						} else {
@@ -139,6 +140,16 @@ func runOnce(ctx context.Context, side ib.Command, st *ib.Stream, qs []ib.Query,
 }
 
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+
+// slowest lists the slowest queries as " 35ms@2.01s ...": latency at the
+// time into the stream it was sent.
+func slowest(qs []ib.SlowQuery) string {
+	var b strings.Builder
+	for _, q := range qs {
+		fmt.Fprintf(&b, " %.0fms@%.2fs", ms(q.Took), q.At.Seconds())
+	}
+	return b.String()
+}
 
 func ints(list string) ([]int, error) {
 	var out []int
