@@ -97,7 +97,7 @@ func (s *Server) decide(ctx context.Context, path string, body []byte, sub subse
 	p := pick{RequestID: id, Worker: d.WorkerID, Endpoint: s.eps.addr(d.WorkerID), Overlap: d.OverlapBlocks}
 	if p.Endpoint == "" {
 		// Deregistered between the filter and now.
-		s.opts.Router.Free(id)
+		s.opts.Router.FreeNoWait(id)
 		return pick{}, httpapi.NewError(http.StatusServiceUnavailable, "unavailable_error", "no_endpoint",
 			"worker %d was chosen but has no base_url any more", d.WorkerID)
 	}

@@ -177,7 +177,3 @@ func (p *Proxy) saturated(w http.ResponseWriter, model, format string, args ...a
 
 // retryAfterSeconds: a second is many requests' time on an engine.
 const retryAfterSeconds = 1
-
-// hasSlot reports whether the proxy may send one more request to worker
-// id (p.mu held).
-func (p *Proxy) hasSlotLocked(id uint64) bool { return p.inflight[id] < p.opts.EngineSlots }
