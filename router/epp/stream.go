@@ -205,6 +205,9 @@ func (x *exchange) release() {
 		// gone, the saturation check sees it gone too.
 		x.s.flights.add(x.p.Worker, -1)
 		x.s.opts.Router.FreeNoWait(x.p.RequestID)
+		if x.s.opts.Slots != nil {
+			x.s.opts.Slots.GiveSlot(x.p.Worker, x.p.Model)
+		}
 	}
 }
 
