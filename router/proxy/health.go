@@ -61,7 +61,7 @@ func (p *Proxy) CheckHealth() {
 	}
 	wg.Wait()
 	p.mu.Lock()
-	p.baseURLs = urls
+	p.baseURLs.Store(&urls)
 	p.mu.Unlock()
 	p.scrapeMetrics(urls)
 }
