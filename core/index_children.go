@@ -19,7 +19,7 @@ func (t *tree) link(p, c uint32) {
 		t.indexChildren(p)
 	}
 	if p == rootRun {
-		t.rootLinked(t.runs[c].key)
+		t.rootLinked(c)
 	}
 }
 
@@ -56,6 +56,9 @@ func (t *tree) unlink(c uint32) {
 	if p == noRun {
 		return
 	}
+	if p == rootRun {
+		t.rootLeaving(c)
+	}
 	pr := &t.runs[p]
 	if cr.prev != noRun {
 		t.runs[cr.prev].next = cr.next
@@ -75,7 +78,7 @@ func (t *tree) unlink(c uint32) {
 	}
 	cr.parent, cr.next, cr.prev = noRun, noRun, noRun
 	if p == rootRun {
-		t.rootUnlinked(cr.key)
+		t.rootUnlinked(c, cr.key)
 	}
 }
 

@@ -129,21 +129,54 @@ func checkRun(t *tree, id uint32) error {
 // reached counterMax with them).
 func checkRootFilter(t *tree) error {
 	f := &t.rootFilter
+	onCursor := f.cursor == noRun
+	counted := []uint64{}
+	for c := t.runs[rootRun].firstChild; c != noRun; c = t.runs[c].next {
+		onCursor = onCursor || c == f.cursor
+		if t.runs[c].isCounted(f.counted) {
+			counted = append(counted, t.runs[c].key)
+		} else if !f.rebuilding {
+			return fmt.Errorf("root child %d is not counted, and no rebuild is under way", c)
+		}
+	}
+	if f.rebuilding {
+		if !onCursor {
+			return fmt.Errorf("the root filter's rebuild is at run %d, no root child", f.cursor)
+		}
+		if f.next != nil {
+			if len(counted) != f.nextKeys {
+				return fmt.Errorf("the root filter being rebuilt counts %d keys, %d children are counted in it", f.nextKeys, len(counted))
+			}
+			if err := checkFilterWords(f.next, counted); err != nil {
+				return fmt.Errorf("the root filter being rebuilt: %w", err)
+			}
+		}
+	}
 	ws := f.current()
 	if ws == nil {
 		return nil
 	}
-	want := make([][16]int, len(ws))
-	n := 0
+	keys := []uint64{}
 	for c := t.runs[rootRun].firstChild; c != noRun; c = t.runs[c].next {
-		i, shifts := ws.counters(t.runs[c].key)
+		keys = append(keys, t.runs[c].key)
+	}
+	if len(keys) != f.keys {
+		return fmt.Errorf("the root filter counts %d keys, the root has %d children", f.keys, len(keys))
+	}
+	return checkFilterWords(ws, keys)
+}
+
+// checkFilterWords verifies a filter's counters against the keys it
+// counts: each counter holds what they count in it, or is saturated (and
+// then at least as many count in it as when it saturated: some, when it
+// ever reached counterMax with them).
+func checkFilterWords(ws filterWords, keys []uint64) error {
+	want := make([][16]int, len(ws))
+	for _, k := range keys {
+		i, shifts := ws.counters(k)
 		for _, sh := range shifts {
 			want[i][sh/4]++
 		}
-		n++
-	}
-	if n != f.keys {
-		return fmt.Errorf("the root filter counts %d keys, the root has %d children", f.keys, n)
 	}
 	for i, w := range ws {
 		for j := range 16 {

@@ -25,6 +25,14 @@ import "sync/atomic"
 // built again from the children: each rebuild is paid for by changes in
 // proportion to what it reads.
 //
+// A rebuild reads the root's children: a cache miss each, milliseconds
+// for the tens of thousands a root has when many prompts share no prefix,
+// which every query would wait for behind the index's lock. So a large
+// rebuild is done a few children at a time, by the changes of the root's
+// children that follow (rebuildStep), the filter in use counting on
+// meanwhile: no change holds the lock for more than a few microseconds of
+// it, whatever the root's size.
+//
 // A match reads the filter without the index's lock (Index.AppendMatches:
 // a query answered by the filter takes no lock at all). So its words are
 // read and written atomically (writers, holding the lock, are one at a
@@ -35,6 +43,18 @@ type rootFilter struct {
 	words atomic.Pointer[filterWords] // nil: no filter, every key may be there
 	keys  int                         // keys counted: the root's children
 	stuck int                         // removals that met a saturated counter since the last build
+
+	// A rebuild fills next from the root's children a few at a time
+	// (rebuildStep), while words, published, goes on counting every
+	// change; next is published once it counts every child. A root child
+	// is counted in next when its runCounted flag equals counted (a
+	// rebuild flips counted, so that no child is counted when it starts).
+	next       filterWords // nil: no rebuild under way
+	nextKeys   int         // children counted in next
+	nextStuck  int         // removals that met a saturated counter of next
+	cursor     uint32      // the next root child rebuildStep counts; noRun: none left
+	counted    bool
+	rebuilding bool
 }
 
 // filterWords are a filter's counters, sixteen to a word: a power of two
@@ -98,37 +118,90 @@ func (ws filterWords) count(l uint64, up bool) (saturated int) {
 	return saturated
 }
 
-// rootLinked notes a new child of the root under key l.
-func (t *tree) rootLinked(l uint64) {
+// rootFilterStep is how many root children a change of the root's
+// children counts into a filter being rebuilt: a rebuild that starts with
+// n children is done within n/rootFilterStep changes, before the filter
+// in use has taken on more than a sixteenth more keys than it was built
+// for, and each change reads a few microseconds' worth of children.
+const rootFilterStep = 16
+
+// rootFilterAtOnce is the most children a rebuild counts at once, when
+// it starts: a small root's children cost a few microseconds.
+const rootFilterAtOnce = 256
+
+// rootLinked notes that run c became a child of the root.
+func (t *tree) rootLinked(c uint32) {
 	f := &t.rootFilter
+	r := &t.runs[c]
+	l := r.key
+	r.setCounted(f.counted)
+	if f.rebuilding {
+		if f.next != nil {
+			f.next.count(l, true)
+			f.nextKeys++
+		}
+		if ws := f.current(); ws != nil {
+			ws.count(l, true)
+			f.keys++
+		}
+		t.rebuildStep(rootFilterStep)
+		return
+	}
 	ws := f.current()
 	if ws == nil {
 		if t.runs[rootRun].childMap != 0 && t.rootChildren() >= rootFilterMin {
-			t.rebuildRootFilter()
+			t.startRootFilterRebuild()
 		}
 		return
 	}
 	f.keys++
-	if f.keys > len(ws) {
-		t.rebuildRootFilter() // two keys a word would let too many by
-		return
-	}
 	ws.count(l, true)
+	if f.keys > len(ws) {
+		t.startRootFilterRebuild() // two keys a word would let too many by
+	}
 }
 
-// rootUnlinked notes that the root's child under key l left.
-func (t *tree) rootUnlinked(l uint64) {
+// rootUnlinked notes that run c, under key l, left the root (the caller
+// moved the rebuild's cursor off it first: rootLeaving).
+func (t *tree) rootUnlinked(c uint32, l uint64) {
 	f := &t.rootFilter
+	if f.rebuilding {
+		if f.next != nil && t.runs[c].isCounted(f.counted) {
+			f.nextKeys--
+			if f.next.count(l, false) > 0 {
+				f.nextStuck++
+			}
+		}
+	}
 	ws := f.current()
-	if ws == nil {
+	if ws != nil {
+		f.keys--
+		if ws.count(l, false) > 0 {
+			f.stuck++
+		}
+	}
+	if f.rebuilding {
+		t.rebuildStep(rootFilterStep)
 		return
 	}
-	f.keys--
-	if ws.count(l, false) > 0 {
-		f.stuck++
+	if ws != nil && (8*f.keys < len(ws) || 16*f.stuck > f.keys) {
+		t.startRootFilterRebuild() // a filter too large for its keys, or too many stuck counters
 	}
-	if 8*f.keys < len(ws) || 16*f.stuck > f.keys {
-		t.rebuildRootFilter() // a filter too large for its keys, or too many stuck counters
+}
+
+// rootLeaving moves a rebuild's cursor off root child c, which is about
+// to leave the root's children.
+func (t *tree) rootLeaving(c uint32) {
+	if f := &t.rootFilter; f.rebuilding && f.cursor == c {
+		f.cursor = t.runs[c].next
+	}
+}
+
+// rootReplaced notes that run c took root child old's place in the
+// root's children (a split), with its key and its runCounted flag.
+func (t *tree) rootReplaced(old, c uint32) {
+	if f := &t.rootFilter; f.rebuilding && f.cursor == old {
+		f.cursor = c
 	}
 }
 
@@ -145,32 +218,69 @@ func (t *tree) rootChildren() int {
 	return n
 }
 
-// rebuildRootFilter builds the filter from the root's children, a word
-// to every half child (to every child when it must grow again), in new
-// words it then publishes; without enough children, the filter goes.
-func (t *tree) rebuildRootFilter() {
+// startRootFilterRebuild starts building the filter again from the
+// root's children, a word to every half child, in new words that the
+// rebuild publishes when it has counted them all; a small root's are
+// counted at once. Without enough children, the filter goes.
+func (t *tree) startRootFilterRebuild() {
 	f := &t.rootFilter
 	n := t.rootChildren()
-	if n < rootFilterMin/2 {
+	f.counted = !f.counted // no child is counted in next
+	f.rebuilding, f.cursor = true, t.runs[rootRun].firstChild
+	f.nextKeys, f.nextStuck = 0, 0
+	f.next = nil
+	if n >= rootFilterMin/2 {
+		words := 1
+		for words < 2*n {
+			words *= 2
+		}
+		f.next = make(filterWords, words)
+	}
+	if n <= rootFilterAtOnce {
+		t.rebuildStep(n)
+	}
+}
+
+// rebuildStep counts up to k more root children into the filter being
+// rebuilt, and publishes it once it counts them all.
+func (t *tree) rebuildStep(k int) {
+	f := &t.rootFilter
+	c := f.cursor
+	for ; c != noRun && k > 0; k-- {
+		r := &t.runs[c]
+		if !r.isCounted(f.counted) {
+			r.setCounted(f.counted)
+			if f.next != nil {
+				f.next.count(r.key, true)
+				f.nextKeys++
+			}
+		}
+		c = r.next
+	}
+	f.cursor = c
+	if c != noRun {
+		return
+	}
+	f.rebuilding = false
+	if f.next == nil {
 		f.words.Store(nil)
 		f.keys, f.stuck = 0, 0
 		return
 	}
-	words := 1
-	for words < 2*n {
-		words *= 2
-	}
-	ws := make(filterWords, words)
-	// The keys are read from the root's child table, whose groups hold
-	// them side by side, not by walking the sibling list, a cache miss a
-	// child (a rebuild over 16k children held the lock ~3 ms that way).
-	if m := t.runs[rootRun].childMap; m != 0 {
-		t.childMaps[m].each(func(k, _ uint64) { ws.count(k, true) })
-	} else {
-		for c := t.runs[rootRun].firstChild; c != noRun; c = t.runs[c].next {
-			ws.count(t.runs[c].key, true)
-		}
-	}
-	f.keys, f.stuck = n, 0
+	ws := f.next
+	f.next = nil
+	f.keys, f.stuck = f.nextKeys, f.nextStuck
 	f.words.Store(&ws)
+}
+
+// isCounted reports whether root child r is counted in a filter being
+// rebuilt, whose flag value for that is counted.
+func (r *run) isCounted(counted bool) bool { return (r.flags&runCounted != 0) == counted }
+
+func (r *run) setCounted(counted bool) {
+	if counted {
+		r.flags |= runCounted
+	} else {
+		r.flags &^= runCounted
+	}
 }

@@ -179,3 +179,87 @@ func TestRootFilterReadWhileRebuilt(t *testing.T) {
 		runtime.Gosched() // the writer's turn, where goroutines take turns (WebAssembly)
 	}
 }
+
+// A large root's filter is rebuilt a few children a change, not at once:
+// the store that starts a rebuild counts at most rootFilterStep children
+// into the new words, the filter in use keeps answering (and counting)
+// until the new one counts every child, and the root's children are all
+// matched throughout. (Counting them all at once held the index's lock
+// for over a millisecond at 16k children.)
+func TestRootFilterRebuildIsIncremental(t *testing.T) {
+	x := NewIndex(IndexOptions{Mode: ModeWarn})
+	w := Worker{ID: 1}
+	f := &x.t.rootFilter
+	var prompts [][]StoredBlock
+	store := func() {
+		p := chain(2, uint64(len(prompts)+1)<<8)
+		require.NoError(t, x.ApplyStored(w, 1, nil, p))
+		prompts = append(prompts, p)
+	}
+	for !f.rebuilding || len(prompts) <= rootFilterAtOnce {
+		store()
+	}
+	n := len(prompts)
+	require.NotNil(t, f.next)
+	assert.LessOrEqual(t, f.nextKeys, rootFilterStep+1, "the store that started the rebuild counted only a step of children")
+	inUse := f.current()
+	require.NotNil(t, inUse, "the filter in use stays while the next is built")
+	changes := 0
+	for f.rebuilding {
+		store()
+		changes++
+		require.NoError(t, checkInvariants(x))
+		if f.rebuilding {
+			require.Same(t, &inUse[0], &f.current()[0], "the filter in use is replaced only when the next counts every child")
+		}
+	}
+	assert.InDelta(t, n/rootFilterStep, changes, float64(n/rootFilterStep)/4+2, "changes it took to count %d children", n)
+	assert.NotSame(t, &inUse[0], &f.current()[0], "the rebuilt filter is published")
+	assert.GreaterOrEqual(t, len(f.current()), 2*len(prompts)-2*changes)
+	for _, p := range prompts {
+		require.True(t, f.mayHold(p[0].TokensHash))
+	}
+}
+
+// Children that leave the root while its filter is rebuilt, counted in
+// it already or not (the rebuild's next child among them), and runs
+// split at the root (one takes the other's place among its children)
+// leave the rebuilt filter counting exactly the root's children.
+func TestRootFilterRebuildSurvivesChanges(t *testing.T) {
+	x := NewIndex(IndexOptions{Mode: ModeWarn})
+	w := Worker{ID: 1}
+	f := &x.t.rootFilter
+	rng := rand.New(rand.NewPCG(3, 4))
+	live := map[uint64][]StoredBlock{}
+	salt := uint64(0)
+	for steps := 0; steps < 6000; steps++ {
+		switch k := rng.IntN(10); {
+		case k < 6 || len(live) < 300:
+			salt++
+			p := chain(4, salt<<8)
+			require.NoError(t, x.ApplyStored(w, 1, nil, p))
+			live[salt] = p
+		default:
+			for s, p := range live {
+				switch k {
+				case 6: // the whole prompt, tail first
+					require.NoError(t, x.ApplyRemoved(w, 2, []uint64{p[3].BlockHash, p[2].BlockHash, p[1].BlockHash, p[0].BlockHash}))
+					delete(live, s)
+				case 7: // its head: the rest is detached, off the root
+					require.NoError(t, x.ApplyRemoved(w, 2, []uint64{p[0].BlockHash}))
+					delete(live, s)
+				default: // a second worker shares its first block: a split at the root
+					require.NoError(t, x.ApplyStored(Worker{ID: 2}, 3, nil, p[:1]))
+				}
+				break
+			}
+		}
+		if steps%97 == 0 {
+			require.NoError(t, checkInvariants(x), "step %d (rebuilding: %v)", steps, f.rebuilding)
+		}
+	}
+	require.NoError(t, checkInvariants(x))
+	for _, p := range live {
+		require.True(t, f.mayHold(p[0].TokensHash))
+	}
+}

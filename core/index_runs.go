@@ -85,6 +85,9 @@ const (
 	runAlias uint8 = 1 << iota
 	// runLive: the run is in use (not on the free list).
 	runLive
+	// runCounted: a root child counted in the root filter being rebuilt,
+	// when it equals rootFilter.counted.
+	runCounted
 )
 
 // holder is a worker holding the first cut blocks of a run.
@@ -324,6 +327,9 @@ func (t *tree) split(id, p uint32) uint32 {
 		}
 		if par.childMap != 0 {
 			t.childMaps[par.childMap].put(pr.key, uint64(pid))
+		}
+		if r.parent == rootRun {
+			t.rootReplaced(id, pid)
 		}
 	}
 	r.parent, r.prev, r.next = pid, noRun, noRun
