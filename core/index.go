@@ -244,7 +244,7 @@ func (x *Index) AppendMatches(dst []Match, localHashes []uint64, earlyExit bool)
 	}
 	x.mu.RLock()
 	if first := x.t.childOf(rootRun, localHashes[0]); first != noRun {
-		if hs := x.t.runs[first].holders; len(hs) == 1 {
+		if hs := x.t.runs.at(first).holders; len(hs) == 1 {
 			dst = x.t.matchOne(dst, localHashes, earlyExit, first, hs[0].wi)
 		} else {
 			sc, slot := x.scratch.get()

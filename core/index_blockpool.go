@@ -84,7 +84,7 @@ func (t *tree) poolLimit() uint64 { return max(t.live/8, 1<<16) }
 // as measured on the replayed traces (a tenth less memory per block,
 // as fast).
 func (t *tree) grow(sid uint32, n int) {
-	s := &t.segs[sid]
+	s := t.segs.at(sid)
 	a := t.pool.get(max(cap(s.locals)+cap(s.locals)/4+1, len(s.locals)+n))
 	a.locals = append(a.locals, s.locals...)
 	a.exts = append(a.exts, s.exts...)
@@ -96,7 +96,7 @@ func (t *tree) grow(sid uint32, n int) {
 // appendBlock appends block (l, x) at the end of segment sid, with room
 // for n blocks in all from it (n >= 1) if the segment must grow.
 func (t *tree) appendBlock(sid uint32, l, x uint64, n int) {
-	s := &t.segs[sid]
+	s := t.segs.at(sid)
 	if len(s.locals) == cap(s.locals) {
 		t.grow(sid, n)
 	}

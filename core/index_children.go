@@ -5,12 +5,12 @@ package core
 
 // link makes run c (detached) a child of run p under c's key.
 func (t *tree) link(p, c uint32) {
-	pr, cr := &t.runs[p], &t.runs[c]
+	pr, cr := t.runs.at(p), t.runs.at(c)
 	cr.parent = p
 	cr.prev = noRun
 	cr.next = pr.firstChild
 	if pr.firstChild != noRun {
-		t.runs[pr.firstChild].prev = c
+		t.runs.at(pr.firstChild).prev = c
 	}
 	pr.firstChild = c
 	if pr.childMap != 0 {
@@ -32,14 +32,14 @@ func (t *tree) indexChildren(p uint32) {
 		t.childMaps = append(t.childMaps, hashTable{})
 		m = uint32(len(t.childMaps) - 1)
 	}
-	for c := t.runs[p].firstChild; c != noRun; c = t.runs[c].next {
-		t.childMaps[m].put(t.runs[c].key, uint64(c))
+	for c := t.runs.at(p).firstChild; c != noRun; c = t.runs.at(c).next {
+		t.childMaps[m].put(t.runs.at(c).key, uint64(c))
 	}
-	t.runs[p].childMap = m
+	t.runs.at(p).childMap = m
 }
 
 func (t *tree) dropChildMap(p uint32) {
-	pr := &t.runs[p]
+	pr := t.runs.at(p)
 	if pr.childMap == 0 {
 		return
 	}
@@ -51,7 +51,7 @@ func (t *tree) dropChildMap(p uint32) {
 
 // unlink detaches run c from its parent.
 func (t *tree) unlink(c uint32) {
-	cr := &t.runs[c]
+	cr := t.runs.at(c)
 	p := cr.parent
 	if p == noRun {
 		return
@@ -59,14 +59,14 @@ func (t *tree) unlink(c uint32) {
 	if p == rootRun {
 		t.rootLeaving(c)
 	}
-	pr := &t.runs[p]
+	pr := t.runs.at(p)
 	if cr.prev != noRun {
-		t.runs[cr.prev].next = cr.next
+		t.runs.at(cr.prev).next = cr.next
 	} else {
 		pr.firstChild = cr.next
 	}
 	if cr.next != noRun {
-		t.runs[cr.next].prev = cr.prev
+		t.runs.at(cr.next).prev = cr.prev
 	}
 	if pr.childMap != 0 {
 		t.childMaps[pr.childMap].del(cr.key)
@@ -93,7 +93,7 @@ func (t *tree) childRun(p uint32, l uint64) uint32 {
 // childOf is childRun without the root's filter, for a caller that has
 // asked it already.
 func (t *tree) childOf(p uint32, l uint64) uint32 {
-	pr := &t.runs[p]
+	pr := t.runs.at(p)
 	if pr.childMap != 0 {
 		if c, ok := t.childMaps[pr.childMap].get(l); ok {
 			return uint32(c)
@@ -101,7 +101,7 @@ func (t *tree) childOf(p uint32, l uint64) uint32 {
 		return noRun
 	}
 	for c := pr.firstChild; c != noRun; {
-		cr := &t.runs[c]
+		cr := t.runs.at(c)
 		if cr.key == l {
 			return c
 		}
@@ -112,21 +112,21 @@ func (t *tree) childOf(p uint32, l uint64) uint32 {
 
 // branches reports whether run id's last block has more than one child.
 func (t *tree) branches(id uint32) bool {
-	c := t.runs[id].firstChild
-	return c != noRun && t.runs[c].next != noRun
+	c := t.runs.at(id).firstChild
+	return c != noRun && t.runs.at(c).next != noRun
 }
 
 // detachChildren makes every child of run id a detached run: its last
 // block is about to go.
 func (t *tree) detachChildren(id uint32) {
-	for c := t.runs[id].firstChild; c != noRun; {
-		cr := &t.runs[c]
+	for c := t.runs.at(id).firstChild; c != noRun; {
+		cr := t.runs.at(c)
 		next := cr.next
 		cr.parent, cr.next, cr.prev = noRun, noRun, noRun
 		c = next
 	}
-	t.runs[id].firstChild = noRun
+	t.runs.at(id).firstChild = noRun
 	t.dropChildMap(id)
-	t.runs[id].kids = 0
+	t.runs.at(id).kids = 0
 	t.topValid = false
 }

@@ -35,8 +35,8 @@ func (t *tree) dump() []RouterEvent {
 		}
 	}
 	d.pass(rootRef)
-	for id := uint32(1); id < uint32(len(t.runs)); id++ {
-		r := &t.runs[id]
+	for id := uint32(1); id < uint32(t.runs.len()); id++ {
+		r := t.runs.at(id)
 		if r.flags&runLive == 0 || r.parent != noRun {
 			continue
 		}
@@ -125,12 +125,12 @@ func (t *tree) appendChildren(dst []blockRef, b blockRef) []blockRef {
 	if b != rootRef {
 		var off uint32
 		id, off = t.runAt(b)
-		if off+1 < t.runs[id].len() {
+		if off+1 < t.runs.at(id).len() {
 			return append(dst, b+1)
 		}
 	}
-	for c := t.runs[id].firstChild; c != noRun; c = t.runs[c].next {
-		dst = append(dst, t.runs[c].first())
+	for c := t.runs.at(id).firstChild; c != noRun; c = t.runs.at(c).next {
+		dst = append(dst, t.runs.at(c).first())
 	}
 	return dst
 }
@@ -142,13 +142,13 @@ func (t *tree) parentOf(b blockRef) blockRef {
 	if off > 0 {
 		return b - 1
 	}
-	switch p := t.runs[id].parent; p {
+	switch p := t.runs.at(id).parent; p {
 	case rootRun:
 		return rootRef
 	case noRun:
 		return noRef
 	default:
-		return t.runs[p].last()
+		return t.runs.at(p).last()
 	}
 }
 
@@ -158,7 +158,7 @@ func (d *dumper) holdersOf(b blockRef) []uint32 {
 	t := d.t
 	id, off := t.runAt(b)
 	d.holders = d.holders[:0]
-	for _, h := range t.runs[id].holders {
+	for _, h := range t.runs.at(id).holders {
 		if h.cut > off {
 			d.holders = append(d.holders, h.wi)
 		}

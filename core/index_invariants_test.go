@@ -24,22 +24,22 @@ func checkInvariants(x *Index) error {
 
 func checkRuns(t *tree) error {
 	free := 0
-	for id := t.runFree; id != noRun; id = t.runs[id].next {
-		if t.runs[id].flags&runLive != 0 {
+	for id := t.runFree; id != noRun; id = t.runs.at(id).next {
+		if t.runs.at(id).flags&runLive != 0 {
 			return fmt.Errorf("run %d is live and on the free list", id)
 		}
-		if free++; free > len(t.runs) {
+		if free++; free > t.runs.len() {
 			return fmt.Errorf("free run list has a cycle")
 		}
 	}
-	root := &t.runs[rootRun]
+	root := t.runs.at(rootRun)
 	if root.flags&runLive == 0 || root.len() != 0 || len(root.holders) != 0 || root.parent != noRun {
 		return fmt.Errorf("root run is %+v", *root)
 	}
 	live, blocks := 0, uint64(0)
-	for i := range t.runs {
+	for i := range t.runs.len() {
 		id := uint32(i)
-		r := &t.runs[id]
+		r := t.runs.at(id)
 		if r.flags&runLive == 0 {
 			continue
 		}
@@ -61,8 +61,8 @@ func checkRuns(t *tree) error {
 	if err := checkRootFilter(t); err != nil {
 		return err
 	}
-	if live+free+1 != len(t.runs) {
-		return fmt.Errorf("%d live runs, %d free, %d in all", live, free, len(t.runs))
+	if live+free+1 != t.runs.len() {
+		return fmt.Errorf("%d live runs, %d free, %d in all", live, free, t.runs.len())
 	}
 	return nil
 }
@@ -70,11 +70,11 @@ func checkRuns(t *tree) error {
 // checkRun verifies one run: its place in its segment, its key, its
 // holders (sorted, prefixes, the longest its length) and its parent link.
 func checkRun(t *tree, id uint32) error {
-	r := &t.runs[id]
-	if r.seg == 0 || int(r.seg) >= len(t.segs) {
-		return fmt.Errorf("run %d is in segment %d of %d", id, r.seg, len(t.segs))
+	r := t.runs.at(id)
+	if r.seg == 0 || int(r.seg) >= t.segs.len() {
+		return fmt.Errorf("run %d is in segment %d of %d", id, r.seg, t.segs.len())
 	}
-	s := &t.segs[r.seg]
+	s := t.segs.at(r.seg)
 	if r.lo >= r.hi || r.lo < s.base || r.hi > s.end() {
 		return fmt.Errorf("run %d covers [%d, %d) of a segment holding [%d, %d)", id, r.lo, r.hi, s.base, s.end())
 	}
@@ -107,7 +107,7 @@ func checkRun(t *tree, id uint32) error {
 		return fmt.Errorf("run %d has %d blocks, its holders hold %d", id, r.len(), longest)
 	}
 	if r.parent != noRun {
-		if int(r.parent) >= len(t.runs) || t.runs[r.parent].flags&runLive == 0 {
+		if int(r.parent) >= t.runs.len() || t.runs.at(r.parent).flags&runLive == 0 {
 			return fmt.Errorf("run %d has a free parent %d", id, r.parent)
 		}
 		if got := t.childRun(r.parent, r.key); got != id {
@@ -115,8 +115,8 @@ func checkRun(t *tree, id uint32) error {
 		}
 	}
 	steps := 0
-	for a := id; a != noRun; a = t.runs[a].parent {
-		if steps++; steps > len(t.runs) {
+	for a := id; a != noRun; a = t.runs.at(a).parent {
+		if steps++; steps > t.runs.len() {
 			return fmt.Errorf("run %d is on a cycle", id)
 		}
 	}
@@ -131,10 +131,10 @@ func checkRootFilter(t *tree) error {
 	f := &t.rootFilter
 	onCursor := f.cursor == noRun
 	counted := []uint64{}
-	for c := t.runs[rootRun].firstChild; c != noRun; c = t.runs[c].next {
+	for c := t.runs.at(rootRun).firstChild; c != noRun; c = t.runs.at(c).next {
 		onCursor = onCursor || c == f.cursor
-		if t.runs[c].isCounted(f.counted) {
-			counted = append(counted, t.runs[c].key)
+		if t.runs.at(c).isCounted(f.counted) {
+			counted = append(counted, t.runs.at(c).key)
 		} else if !f.rebuilding {
 			return fmt.Errorf("root child %d is not counted, and no rebuild is under way", c)
 		}
@@ -157,8 +157,8 @@ func checkRootFilter(t *tree) error {
 		return nil
 	}
 	keys := []uint64{}
-	for c := t.runs[rootRun].firstChild; c != noRun; c = t.runs[c].next {
-		keys = append(keys, t.runs[c].key)
+	for c := t.runs.at(rootRun).firstChild; c != noRun; c = t.runs.at(c).next {
+		keys = append(keys, t.runs.at(c).key)
 	}
 	if len(keys) != f.keys {
 		return fmt.Errorf("the root filter counts %d keys, the root has %d children", f.keys, len(keys))
@@ -192,10 +192,10 @@ func checkFilterWords(ws filterWords, keys []uint64) error {
 // checkChildren verifies a run's sibling list against the children's
 // parent links, its child count and its child map.
 func checkChildren(t *tree, id uint32) error {
-	r := &t.runs[id]
+	r := t.runs.at(id)
 	count, prev := 0, noRun
-	for c := r.firstChild; c != noRun; c = t.runs[c].next {
-		cr := &t.runs[c]
+	for c := r.firstChild; c != noRun; c = t.runs.at(c).next {
+		cr := t.runs.at(c)
 		if cr.flags&runLive == 0 || cr.parent != id || cr.prev != prev {
 			return fmt.Errorf("child %d of %d has parent %d, prev %d (want %d)", c, id, cr.parent, cr.prev, prev)
 		}
@@ -203,7 +203,7 @@ func checkChildren(t *tree, id uint32) error {
 			return fmt.Errorf("root child %d (key %d) is missing from the root filter", c, cr.key)
 		}
 		prev = c
-		if count++; count > len(t.runs) {
+		if count++; count > t.runs.len() {
 			return fmt.Errorf("sibling list of %d has a cycle", id)
 		}
 	}
@@ -232,9 +232,9 @@ func checkSegments(t *tree) error {
 		}
 		free[sid] = true
 	}
-	for i := 1; i < len(t.segs); i++ {
+	for i := 1; i < t.segs.len(); i++ {
 		sid := uint32(i)
-		s := &t.segs[sid]
+		s := t.segs.at(sid)
 		if s.end() > t.maxPositions() {
 			return fmt.Errorf("segment %d ends at position %d, past the last (%d)", sid, s.end(), t.maxPositions())
 		}
@@ -246,7 +246,7 @@ func checkSegments(t *tree) error {
 		}
 		end := uint32(0)
 		for j, e := range s.runs {
-			r := &t.runs[e.id]
+			r := t.runs.at(e.id)
 			if r.flags&runLive == 0 || r.seg != sid || r.lo != e.lo {
 				return fmt.Errorf("segment %d lists run %d at %d, which is %+v", sid, e.id, e.lo, *r)
 			}
@@ -305,8 +305,8 @@ func checkWorkers(t *tree) error {
 		return fmt.Errorf("worker order is not sorted")
 	}
 	// Every held block, named exactly once or unnamed.
-	for i := 1; i < len(t.runs); i++ {
-		r := &t.runs[i]
+	for i := 1; i < t.runs.len(); i++ {
+		r := t.runs.at(uint32(i))
 		if r.flags&runLive == 0 {
 			continue
 		}
@@ -327,7 +327,7 @@ func checkWorkers(t *tree) error {
 			return fmt.Errorf("alias %d of worker %d for dead block %x", h, k.wi, k.b)
 		}
 		id, _ := t.runAt(k.b)
-		if t.runs[id].flags&runAlias == 0 || !t.holds(k.b, k.wi) || h == t.extOf(k.b) {
+		if t.runs.at(id).flags&runAlias == 0 || !t.holds(k.b, k.wi) || h == t.extOf(k.b) {
 			return fmt.Errorf("stale alias %d of worker %d for block %x", h, k.wi, k.b)
 		}
 	}
@@ -336,15 +336,15 @@ func checkWorkers(t *tree) error {
 
 // liveBlock reports whether b is a block of a live run.
 func liveBlock(t *tree, b blockRef) bool {
-	if b.seg() == 0 || int(b.seg()) >= len(t.segs) || len(t.segs[b.seg()].runs) == 0 {
+	if b.seg() == 0 || int(b.seg()) >= t.segs.len() || len(t.segs.at(b.seg()).runs) == 0 {
 		return false
 	}
-	s := &t.segs[b.seg()]
+	s := t.segs.at(b.seg())
 	if b.pos() < s.runs[0].lo {
 		return false
 	}
 	id, off := t.runAt(b)
-	return off < t.runs[id].len()
+	return off < t.runs.at(id).len()
 }
 
 // checkHashTable verifies a table: its counts (entries, tombstones and

@@ -65,12 +65,12 @@ type scored struct{ wi, score uint32 }
 func (t *tree) appendMatches(dst []Match, q []uint64, earlyExit bool, id uint32, sc *matchScratch) []Match {
 	sc.scored = sc.scored[:0]
 	sc.active = sc.active[:0]
-	for _, h := range t.runs[id].holders {
+	for _, h := range t.runs.at(id).holders {
 		sc.active = append(sc.active, h.wi)
 	}
 	d := uint32(0) // query blocks before the run
 	for {
-		r := &t.runs[id]
+		r := t.runs.at(id)
 		n := r.len()
 		// The run's first block matched its key; count the rest.
 		k := 1 + uint32(commonPrefix(q[d+1:], r.locals()[1:]))
@@ -112,7 +112,7 @@ func (t *tree) appendMatches(dst []Match, q []uint64, earlyExit bool, id uint32,
 func (t *tree) matchOne(dst []Match, q []uint64, earlyExit bool, id, wi uint32) []Match {
 	d := uint32(0)
 	for {
-		r := &t.runs[id]
+		r := t.runs.at(id)
 		n := r.len()
 		k := 1 + uint32(commonPrefix(q[d+1:], r.locals()[1:]))
 		if c := r.cut(wi); k != n || c != n {

@@ -42,11 +42,11 @@ func TestMatchOneAgreesWithAppendMatches(t *testing.T) {
 			q := localsOf(p)
 			for _, query := range [][]uint64{q, q[:1+rng.IntN(len(q))], append(append([]uint64{}, q...), 7, 8, 9), append(append([]uint64{}, q[:len(q)/2+1]...), 42)} {
 				first := x.t.childRun(rootRun, query[0])
-				if first == noRun || len(x.t.runs[first].holders) != 1 {
+				if first == noRun || len(x.t.runs.at(first).holders) != 1 {
 					continue
 				}
 				for _, early := range []bool{false, true} {
-					got := x.t.matchOne(nil, query, early, first, x.t.runs[first].holders[0].wi)
+					got := x.t.matchOne(nil, query, early, first, x.t.runs.at(first).holders[0].wi)
 					var sc matchScratch
 					want := x.t.appendMatches(nil, query, early, first, &sc)
 					require.Equal(t, want, got, "seed %d early %v", seed, early)

@@ -129,7 +129,7 @@ const (
 
 // nameKeys reads names back from the tree for worker wi.
 type nameKeys struct {
-	segs    []blockSegment
+	segs    *chunked[blockSegment]
 	aliases map[aliasKey]uint64
 	wi      uint32
 	// scratch is grow's memory, kept by the tree for the next growth (of
@@ -138,7 +138,7 @@ type nameKeys struct {
 }
 
 func (t *tree) nameKeys(wi uint32) nameKeys {
-	return nameKeys{segs: t.segs, aliases: t.aliases, wi: wi, scratch: &t.nameScratch}
+	return nameKeys{segs: &t.segs, aliases: t.aliases, wi: wi, scratch: &t.nameScratch}
 }
 
 // of returns the name a slot's entry stands for.
@@ -147,7 +147,7 @@ func (ks *nameKeys) of(v uint64) uint64 {
 	if v&slotAliased != 0 {
 		return ks.aliases[aliasKey{b, ks.wi}]
 	}
-	s := &ks.segs[b.seg()]
+	s := ks.segs.at(b.seg())
 	return s.exts[b.pos()-s.base]
 }
 
@@ -688,7 +688,7 @@ func (ks *nameKeys) prefetchSegments(vs []nameEntry, i int) {
 	var lines [8]unsafe.Pointer
 	for j := range lines {
 		b := blockRef(vs[min(i+j, len(vs)-1)].v &^ (slotAliased | slotMeta))
-		lines[j] = unsafe.Pointer(&ks.segs[b.seg()])
+		lines[j] = unsafe.Pointer(ks.segs.at(b.seg()))
 	}
 	prefetch8(&lines)
 }
@@ -701,7 +701,7 @@ func (ks *nameKeys) prefetchNames(vs []nameEntry, i int) {
 	for j := range lines {
 		v := vs[min(i+j, len(vs)-1)].v
 		b := blockRef(v &^ (slotAliased | slotMeta))
-		s := &ks.segs[b.seg()]
+		s := ks.segs.at(b.seg())
 		lines[j] = unsafe.Pointer(s)
 		if v&slotAliased == 0 {
 			lines[j] = unsafe.Pointer(&s.exts[b.pos()-s.base])

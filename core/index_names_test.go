@@ -11,20 +11,23 @@ import (
 // nameSpace is a stand-in tree for name table tests: one segment whose
 // blocks' external hashes are the names, and aliases for some.
 type nameSpace struct {
-	segs    []blockSegment
+	segs    chunked[blockSegment]
 	aliases map[aliasKey]uint64
 }
 
 func newNameSpace() *nameSpace {
-	return &nameSpace{segs: make([]blockSegment, 2), aliases: map[aliasKey]uint64{}}
+	s := &nameSpace{aliases: map[aliasKey]uint64{}}
+	s.segs.push(blockSegment{})
+	s.segs.push(blockSegment{})
+	return s
 }
 
-func (s *nameSpace) keys() nameKeys { return nameKeys{segs: s.segs, aliases: s.aliases, wi: 3} }
+func (s *nameSpace) keys() nameKeys { return nameKeys{segs: &s.segs, aliases: s.aliases, wi: 3} }
 
 // block adds a block whose own name is ext and returns its slot value;
 // named otherwise (alias != ext), it is marked so.
 func (s *nameSpace) block(ext, alias uint64) uint64 {
-	seg := &s.segs[1]
+	seg := s.segs.at(1)
 	b := mkRef(1, uint32(len(seg.exts)))
 	seg.exts = append(seg.exts, ext)
 	seg.locals = append(seg.locals, 0)

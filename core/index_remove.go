@@ -10,7 +10,7 @@ import "slices"
 // and the runs below it are detached.
 func (t *tree) leave(wi uint32, b blockRef) {
 	id, off := t.runAt(b)
-	r := &t.runs[id]
+	r := t.runs.at(id)
 	if r.flags&runAlias != 0 {
 		delete(t.aliases, aliasKey{b, wi})
 	}
@@ -27,7 +27,7 @@ func (t *tree) leave(wi uint32, b blockRef) {
 	}
 	if r.holders[k].cut > off+1 {
 		id = t.split(id, off+1)
-		r = &t.runs[id]
+		r = t.runs.at(id)
 		k = r.holderIndex(wi)
 	}
 	// wi holds the run up to b, its last held block: let go of b.
@@ -90,12 +90,12 @@ type tailEater struct {
 // start sets the eater up after leave(wi, b), when b's run is left as
 // above.
 func (e *tailEater) start(t *tree, wi uint32, b blockRef) {
-	s := &t.segs[b.seg()]
+	s := t.segs.at(b.seg())
 	if len(s.runs) == 0 || b.pos() < s.runs[0].lo || len(t.workers[wi].ghosts) > 0 {
 		return
 	}
 	id, off := t.runAt(b)
-	r := &t.runs[id]
+	r := t.runs.at(id)
 	if off != r.len() || len(r.holders) != 1 || r.holders[0].wi != wi || r.flags&runAlias != 0 {
 		return
 	}
@@ -127,7 +127,7 @@ func (e *tailEater) eats(b blockRef) bool {
 // flush applies the blocks eaten, and stops eating.
 func (e *tailEater) flush(t *tree) {
 	if e.eaten > 0 {
-		r := &t.runs[e.id]
+		r := t.runs.at(e.id)
 		t.live -= uint64(e.eaten)
 		r.hi = e.hi
 		if r.hi == r.lo {
@@ -135,7 +135,7 @@ func (e *tailEater) flush(t *tree) {
 			t.freeRun(e.id)
 		} else {
 			r.holders[0].cut = r.len()
-			if s := &t.segs[e.seg]; e.tail {
+			if s := t.segs.at(e.seg); e.tail {
 				s.locals = s.locals[:r.hi-s.base]
 				s.exts = s.exts[:r.hi-s.base]
 				if cap(s.locals) >= segmentTrimMin && 4*len(s.locals) <= cap(s.locals) {

@@ -132,7 +132,7 @@ const rootFilterAtOnce = 256
 // rootLinked notes that run c became a child of the root.
 func (t *tree) rootLinked(c uint32) {
 	f := &t.rootFilter
-	r := &t.runs[c]
+	r := t.runs.at(c)
 	l := r.key
 	r.setCounted(f.counted)
 	if f.rebuilding {
@@ -149,7 +149,7 @@ func (t *tree) rootLinked(c uint32) {
 	}
 	ws := f.current()
 	if ws == nil {
-		if t.runs[rootRun].childMap != 0 && t.rootChildren() >= rootFilterMin {
+		if t.runs.at(rootRun).childMap != 0 && t.rootChildren() >= rootFilterMin {
 			t.startRootFilterRebuild()
 		}
 		return
@@ -166,7 +166,7 @@ func (t *tree) rootLinked(c uint32) {
 func (t *tree) rootUnlinked(c uint32, l uint64) {
 	f := &t.rootFilter
 	if f.rebuilding {
-		if f.next != nil && t.runs[c].isCounted(f.counted) {
+		if f.next != nil && t.runs.at(c).isCounted(f.counted) {
 			f.nextKeys--
 			if f.next.count(l, false) > 0 {
 				f.nextStuck++
@@ -193,7 +193,7 @@ func (t *tree) rootUnlinked(c uint32, l uint64) {
 // to leave the root's children.
 func (t *tree) rootLeaving(c uint32) {
 	if f := &t.rootFilter; f.rebuilding && f.cursor == c {
-		f.cursor = t.runs[c].next
+		f.cursor = t.runs.at(c).next
 	}
 }
 
@@ -208,11 +208,11 @@ func (t *tree) rootReplaced(old, c uint32) {
 // rootChildren counts the root's children: its child table's entries
 // (the root has one from childMapMin children on, below rootFilterMin).
 func (t *tree) rootChildren() int {
-	if m := t.runs[rootRun].childMap; m != 0 {
+	if m := t.runs.at(rootRun).childMap; m != 0 {
 		return t.childMaps[m].len()
 	}
 	n := 0
-	for c := t.runs[rootRun].firstChild; c != noRun; c = t.runs[c].next {
+	for c := t.runs.at(rootRun).firstChild; c != noRun; c = t.runs.at(c).next {
 		n++
 	}
 	return n
@@ -226,7 +226,7 @@ func (t *tree) startRootFilterRebuild() {
 	f := &t.rootFilter
 	n := t.rootChildren()
 	f.counted = !f.counted // no child is counted in next
-	f.rebuilding, f.cursor = true, t.runs[rootRun].firstChild
+	f.rebuilding, f.cursor = true, t.runs.at(rootRun).firstChild
 	f.nextKeys, f.nextStuck = 0, 0
 	f.next = nil
 	if n >= rootFilterMin/2 {
@@ -247,7 +247,7 @@ func (t *tree) rebuildStep(k int) {
 	f := &t.rootFilter
 	c := f.cursor
 	for ; c != noRun && k > 0; k-- {
-		r := &t.runs[c]
+		r := t.runs.at(c)
 		if !r.isCounted(f.counted) {
 			r.setCounted(f.counted)
 			if f.next != nil {

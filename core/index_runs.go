@@ -170,25 +170,25 @@ func (r *run) locals() []uint64 { return unsafe.Slice(r.lp, r.len()) }
 // refreshSegment points the runs of segment sid at its arrays again, after
 // they moved.
 func (t *tree) refreshSegment(sid uint32) {
-	s := &t.segs[sid]
+	s := t.segs.at(sid)
 	for _, e := range s.runs {
-		t.runs[e.id].lp = &s.locals[e.lo-s.base]
+		t.runs.at(e.id).lp = &s.locals[e.lo-s.base]
 	}
 }
 
 func (t *tree) localOf(b blockRef) uint64 {
-	s := &t.segs[b.seg()]
+	s := t.segs.at(b.seg())
 	return s.locals[b.pos()-s.base]
 }
 
 func (t *tree) extOf(b blockRef) uint64 {
-	s := &t.segs[b.seg()]
+	s := t.segs.at(b.seg())
 	return s.exts[b.pos()-s.base]
 }
 
 // runAt returns the run holding block b and b's offset in it.
 func (t *tree) runAt(b blockRef) (id, off uint32) {
-	dir := t.segs[b.seg()].runs
+	dir := t.segs.at(b.seg()).runs
 	p := b.pos()
 	if len(dir) == 1 {
 		return dir[0].id, p - dir[0].lo
@@ -211,35 +211,33 @@ func (t *tree) newSegment(n int) uint32 {
 		id = t.freeSegs[k-1]
 		t.freeSegs = t.freeSegs[:k-1]
 	} else {
-		if len(t.segs) >= maxSegments {
+		if t.segs.len() >= maxSegments {
 			// Tens of gigabytes of index (a segment holds a run of one block
 			// or more): the process is out of memory in all but name.
 			panic(fmt.Sprintf("kvhash: the index holds %d block runs at once, the most it can", maxSegments))
 		}
-		t.segs = appendAhead(t.segs, blockSegment{}, &t.segsNext)
-		id = uint32(len(t.segs) - 1)
+		id = t.segs.push(blockSegment{})
 	}
 	a := t.pool.get(n)
 	// A free segment keeps its run directory's array for the next.
-	t.segs[id] = blockSegment{locals: a.locals, exts: a.exts, runs: t.segs[id].runs[:0]}
+	*t.segs.at(id) = blockSegment{locals: a.locals, exts: a.exts, runs: t.segs.at(id).runs[:0]}
 	return id
 }
 
 // newRun takes a run from the free list or the end of t.runs. A *run
-// from &t.runs[i] is valid only until the next newRun.
+// from t.runs.at(i) is valid only until the next newRun.
 func (t *tree) newRun() uint32 {
 	var id uint32
 	if t.runFree != noRun {
 		id = t.runFree
-		t.runFree = t.runs[id].next
+		t.runFree = t.runs.at(id).next
 	} else {
-		t.runs = appendAhead(t.runs, run{}, &t.runsNext)
-		id = uint32(len(t.runs) - 1)
+		id = t.runs.push(run{})
 	}
 	// A free run keeps its holders' array for the next (runs come and go
 	// with every prompt an engine stores and evicts).
-	t.runs[id] = run{parent: noRun, firstChild: noRun, next: noRun, prev: noRun, flags: runLive,
-		holders: t.runs[id].holders[:0]}
+	*t.runs.at(id) = run{parent: noRun, firstChild: noRun, next: noRun, prev: noRun, flags: runLive,
+		holders: t.runs.at(id).holders[:0]}
 	return id
 }
 
@@ -249,9 +247,9 @@ func (t *tree) startRun(x, l uint64, n int) uint32 {
 	sid := t.newSegment(n)
 	id := t.newRun()
 	t.appendBlock(sid, l, x, 1)
-	s := &t.segs[sid]
+	s := t.segs.at(sid)
 	s.runs = append(s.runs, segRun{lo: 0, id: id})
-	r := &t.runs[id]
+	r := t.runs.at(id)
 	r.key, r.seg, r.lo, r.hi = l, sid, 0, 1
 	r.lp = &s.locals[0]
 	t.live++
@@ -261,11 +259,11 @@ func (t *tree) startRun(x, l uint64, n int) uint32 {
 // canExtend reports whether a block can be appended to run id in place:
 // it has no child and ends its segment, which has positions left.
 func (t *tree) canExtend(id uint32) bool {
-	r := &t.runs[id]
+	r := t.runs.at(id)
 	if id == rootRun || r.firstChild != noRun {
 		return false
 	}
-	s := &t.segs[r.seg]
+	s := t.segs.at(r.seg)
 	return r.hi == s.end() && s.runs[len(s.runs)-1].id == id && r.hi < t.maxPositions()
 }
 
@@ -281,7 +279,7 @@ func (t *tree) maxPositions() uint32 {
 // extend appends block (x, l), held by nobody yet, to run id, the first
 // of n blocks the store brings (the segment grows once for them all).
 func (t *tree) extend(id uint32, x, l uint64, n int) blockRef {
-	r := &t.runs[id]
+	r := t.runs.at(id)
 	t.appendBlock(r.seg, l, x, n)
 	r.hi++
 	t.live++
@@ -296,7 +294,7 @@ func (t *tree) extend(id uint32, x, l uint64, n int) blockRef {
 // blockRef stays valid.
 func (t *tree) split(id, p uint32) uint32 {
 	pid := t.newRun()
-	r, pr := &t.runs[id], &t.runs[pid]
+	r, pr := t.runs.at(id), t.runs.at(pid)
 	pr.key, pr.seg, pr.lo, pr.hi, pr.lp = r.key, r.seg, r.lo, r.lo+p, r.lp
 	pr.flags = r.flags
 	pr.holders = slices.Grow(pr.holders[:0], len(r.holders))
@@ -316,14 +314,14 @@ func (t *tree) split(id, p uint32) uint32 {
 	// pid replaces id in id's parent's children, under the same key.
 	pr.parent, pr.prev, pr.next = r.parent, r.prev, r.next
 	if r.parent != noRun {
-		par := &t.runs[r.parent]
+		par := t.runs.at(r.parent)
 		if r.prev != noRun {
-			t.runs[r.prev].next = pid
+			t.runs.at(r.prev).next = pid
 		} else {
 			par.firstChild = pid
 		}
 		if r.next != noRun {
-			t.runs[r.next].prev = pid
+			t.runs.at(r.next).prev = pid
 		}
 		if par.childMap != 0 {
 			t.childMaps[par.childMap].put(pr.key, uint64(pid))
@@ -335,7 +333,7 @@ func (t *tree) split(id, p uint32) uint32 {
 	r.parent, r.prev, r.next = pid, noRun, noRun
 	pr.firstChild, pr.kids = id, 1
 
-	s := &t.segs[pr.seg]
+	s := t.segs.at(pr.seg)
 	i, _ := slices.BinarySearchFunc(s.runs, pr.lo, func(e segRun, p uint32) int { return int(e.lo) - int(p) })
 	s.runs[i].lo = r.lo
 	s.runs = slices.Insert(s.runs, i, segRun{lo: pr.lo, id: pid})
@@ -346,13 +344,13 @@ func (t *tree) split(id, p uint32) uint32 {
 // shrink drops the blocks of run id past its largest cut, which nobody
 // holds any more; a run left with no block is freed.
 func (t *tree) shrink(id uint32) {
-	r := &t.runs[id]
+	r := t.runs.at(id)
 	m := r.maxCut()
 	if m == r.len() {
 		return
 	}
 	t.detachChildren(id)
-	r = &t.runs[id]
+	r = t.runs.at(id)
 	t.live -= uint64(r.len() - m)
 	r.hi = r.lo + m
 	if m == 0 {
@@ -365,17 +363,17 @@ func (t *tree) shrink(id uint32) {
 // dropLast drops run id's last block, which nobody holds any more: the
 // common end of an eviction, one block of the shrink above.
 func (t *tree) dropLast(id uint32) {
-	if t.runs[id].firstChild != noRun {
+	if t.runs.at(id).firstChild != noRun {
 		t.detachChildren(id)
 	}
-	r := &t.runs[id]
+	r := t.runs.at(id)
 	r.hi--
 	t.live--
 	if r.hi == r.lo {
 		t.freeRun(id)
 		return
 	}
-	if s := &t.segs[r.seg]; r.hi+1 == s.end() {
+	if s := t.segs.at(r.seg); r.hi+1 == s.end() {
 		s.locals = s.locals[:len(s.locals)-1]
 		s.exts = s.exts[:len(s.exts)-1]
 		if cap(s.locals) >= segmentTrimMin && 4*len(s.locals) <= cap(s.locals) {
@@ -388,8 +386,8 @@ func (t *tree) dropLast(id uint32) {
 // while keeping the rest: the rest, its parent gone, is detached.
 func (t *tree) dropFirst(id uint32) {
 	t.unlink(id)
-	r := &t.runs[id]
-	s := &t.segs[r.seg]
+	r := t.runs.at(id)
+	s := t.segs.at(r.seg)
 	i, _ := slices.BinarySearchFunc(s.runs, r.lo, func(e segRun, p uint32) int { return int(e.lo) - int(p) })
 	r.lo++
 	s.runs[i].lo = r.lo
@@ -406,9 +404,9 @@ func (t *tree) dropFirst(id uint32) {
 // freeRun frees run id, which holds no block and has no child.
 func (t *tree) freeRun(id uint32) {
 	t.unlink(id)
-	r := &t.runs[id]
+	r := t.runs.at(id)
 	sid := r.seg
-	s := &t.segs[sid]
+	s := t.segs.at(sid)
 	i, _ := slices.BinarySearchFunc(s.runs, r.lo, func(e segRun, p uint32) int { return int(e.lo) - int(p) })
 	s.runs = slices.Delete(s.runs, i, i+1)
 	*r = run{parent: noRun, firstChild: noRun, prev: noRun, next: t.runFree, holders: r.holders[:0]}
@@ -416,7 +414,7 @@ func (t *tree) freeRun(id uint32) {
 	t.topValid = false
 	if len(s.runs) == 0 {
 		t.pool.put(blockArrays{s.locals, s.exts}, t.poolLimit())
-		t.segs[sid] = blockSegment{runs: s.runs[:0]}
+		*t.segs.at(sid) = blockSegment{runs: s.runs[:0]}
 		t.freeSegs = append(t.freeSegs, sid)
 		return
 	}
@@ -434,8 +432,8 @@ const segmentTrimMin = 64
 // Positions do not change (base moves with the first block kept), so no
 // ref does.
 func (t *tree) trimSegment(sid uint32) {
-	s := &t.segs[sid]
-	lo, hi := s.runs[0].lo, t.runs[s.runs[len(s.runs)-1].id].hi
+	s := t.segs.at(sid)
+	lo, hi := s.runs[0].lo, t.runs.at(s.runs[len(s.runs)-1].id).hi
 	if hi < s.end() {
 		s.locals = s.locals[:hi-s.base]
 		s.exts = s.exts[:hi-s.base]

@@ -12,7 +12,7 @@ func (t *tree) endRunAt(b blockRef) uint32 {
 		return rootRun
 	}
 	id, off := t.runAt(b)
-	if off+1 < t.runs[id].len() {
+	if off+1 < t.runs.at(id).len() {
 		return t.split(id, off+1)
 	}
 	return id
@@ -21,7 +21,7 @@ func (t *tree) endRunAt(b blockRef) uint32 {
 // isDetachedTop reports whether block b heads a detached run.
 func (t *tree) isDetachedTop(b blockRef) bool {
 	id, off := t.runAt(b)
-	return off == 0 && t.runs[id].parent == noRun
+	return off == 0 && t.runs.at(id).parent == noRun
 }
 
 // chainTop returns the top of cur's ancestor chain: rootRef when cur is
@@ -42,12 +42,12 @@ func (t *tree) top(b blockRef) blockRef {
 	}
 	id, _ := t.runAt(b)
 	for {
-		p := t.runs[id].parent
+		p := t.runs.at(id).parent
 		if p == rootRun {
 			return rootRef
 		}
 		if p == noRun {
-			return t.runs[id].first()
+			return t.runs.at(id).first()
 		}
 		id = p
 	}
@@ -63,16 +63,16 @@ func (t *tree) newBlock(cur blockRef, x, l uint64, n int) blockRef {
 	}
 	c := t.startRun(x, l, n)
 	t.link(p, c)
-	return t.runs[c].first()
+	return t.runs.at(c).first()
 }
 
 // reattach links old, the first block of a detached run, under cur as its
 // child under local hash l (cur has none).
 func (t *tree) reattach(cur, old blockRef, l uint64) {
 	oid, _ := t.runAt(old)
-	s := &t.segs[old.seg()]
+	s := t.segs.at(old.seg())
 	s.locals[old.pos()-s.base] = l
-	t.runs[oid].key = l
+	t.runs.at(oid).key = l
 	p := t.endRunAt(cur)
 	t.link(p, oid)
 	t.topValid = false
@@ -117,7 +117,6 @@ func (t *tree) stored(w Worker, _ uint64, parent *uint64, blocks []StoredBlock, 
 		n := t.child(cur, l)
 		// One probe for a new name: where x was not found is where bind
 		// puts it (at), as nothing changes the lookup in between.
-		ks.segs = t.segs // the tree's arrays move as it grows
 		v, named, at := lookup.find(x, &ks)
 		old := blockRef(v &^ slotAliased)
 		fresh := false
@@ -167,9 +166,9 @@ func (t *tree) stored(w Worker, _ uint64, parent *uint64, blocks []StoredBlock, 
 // block appended in place, wi's cut one longer) without its lookups.
 func (t *tree) appendFresh(wi uint32, last blockRef, rest []StoredBlock) int {
 	id, _ := t.runAt(last)
-	r := &t.runs[id]
+	r := t.runs.at(id)
 	sid := r.seg
-	s := &t.segs[sid]
+	s := t.segs.at(sid)
 	lookup := &t.workers[wi].lookup
 	ks := t.nameKeys(wi)
 	// The segment's arrays and the next block's ref are kept in locals (the
@@ -301,7 +300,7 @@ func (t *tree) bind(wi uint32, b blockRef, x uint64, at int) {
 	ws := &t.workers[wi]
 	ks := t.nameKeys(wi)
 	id, off := t.runAt(b)
-	if c := t.runs[id].cut(wi); c > off {
+	if c := t.runs.at(id).cut(wi); c > off {
 		if t.isGhost(wi, b) {
 			delete(ws.ghosts, b)
 		} else {
@@ -318,17 +317,16 @@ func (t *tree) bind(wi uint32, b blockRef, x uint64, at int) {
 			t.split(id, off)
 			off = 0
 		}
-		t.runs[id].setCut(wi, off+1)
+		t.runs.at(id).setCut(wi, off+1)
 	}
 	v := uint64(b)
 	if x != t.extOf(b) {
 		// Before the insert: a lookup reads a slot's alias back.
-		t.runs[id].flags |= runAlias
+		t.runs.at(id).flags |= runAlias
 		t.aliases[aliasKey{b, wi}] = x
 		v |= slotAliased
 	}
 	if !ws.lookup.insertAt(at, x, v) {
-		ks.segs = t.segs
 		ws.lookup.put(x, v, &ks)
 	}
 }

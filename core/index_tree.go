@@ -10,18 +10,14 @@ import (
 // index_remove.go apply the events to them with the semantics of
 // docs/index.md; this file holds the workers, their names and the clears.
 type tree struct {
-	runs      []run // by id; runs[rootRun] is the root, which holds no block
+	runs      chunked[run] // by id; runs.at(rootRun) is the root, which holds no block
 	runFree   uint32
-	segs      []blockSegment // by id; segs[0] is never used (refs to it would be 0)
-	freeSegs  []uint32       // free segment ids
+	segs      chunked[blockSegment] // by id; segs.at(0) is never used (refs to it would be 0)
+	freeSegs  []uint32              // free segment ids
 	pool      blockPool
 	live      uint64 // blocks in the tree
 	childMaps []hashTable
 	freeMaps  []uint32
-	// runsNext and segsNext bring the next arrays of runs and segs, made
-	// off the lock (appendAhead); nil when none were asked for.
-	runsNext chan []run
-	segsNext chan []blockSegment
 	// rootFilter answers most lookups of a first block no run starts with.
 	rootFilter rootFilter
 	// nameScratch is the name tables' growth memory (nameTable.grow).
@@ -79,8 +75,8 @@ func (ws *wstate) blocks() uint64 { return uint64(ws.lookup.len() + len(ws.ghost
 
 func (t *tree) init() {
 	t.runFree = noRun
-	t.runs = []run{{parent: noRun, firstChild: noRun, next: noRun, prev: noRun, flags: runLive}}
-	t.segs = make([]blockSegment, 1)
+	t.runs.push(run{parent: noRun, firstChild: noRun, next: noRun, prev: noRun, flags: runLive})
+	t.segs.push(blockSegment{})
 	t.childMaps = make([]hashTable, 1) // index 0 means "no map"
 	t.aliases = map[aliasKey]uint64{}
 	t.index = map[Worker]uint32{}
@@ -126,13 +122,13 @@ func (t *tree) rerank(pos int) {
 // holds reports whether worker wi holds block b.
 func (t *tree) holds(b blockRef, wi uint32) bool {
 	id, off := t.runAt(b)
-	return t.runs[id].cut(wi) > off
+	return t.runs.at(id).cut(wi) > off
 }
 
 // name returns worker wi's external hash for block b, which it holds.
 func (t *tree) name(b blockRef, wi uint32) uint64 {
 	id, _ := t.runAt(b)
-	if t.runs[id].flags&runAlias != 0 {
+	if t.runs.at(id).flags&runAlias != 0 {
 		if h, ok := t.aliases[aliasKey{b, wi}]; ok {
 			return h
 		}
@@ -195,7 +191,7 @@ func (t *tree) child(b blockRef, l uint64) blockRef {
 	if b != rootRef {
 		var off uint32
 		id, off = t.runAt(b)
-		if r := &t.runs[id]; off+1 < r.len() {
+		if r := t.runs.at(id); off+1 < r.len() {
 			if t.localOf(b+1) == l {
 				return b + 1
 			}
@@ -206,7 +202,7 @@ func (t *tree) child(b blockRef, l uint64) blockRef {
 	if c == noRun {
 		return noRef
 	}
-	return t.runs[c].first()
+	return t.runs.at(c).first()
 }
 
 // rejectSelfReference records a store rejected whole because a block of
@@ -223,7 +219,7 @@ func (t *tree) clear(wi uint32) {
 	held := t.clearRuns[:0]
 	ws.lookup.each(func(b blockRef) {
 		id, _ := t.runAt(b)
-		if t.runs[id].flags&runAlias != 0 {
+		if t.runs.at(id).flags&runAlias != 0 {
 			delete(t.aliases, aliasKey{b, wi})
 		}
 		held = append(held, id)
@@ -242,7 +238,7 @@ func (t *tree) clear(wi uint32) {
 	ws.ghosts = nil
 	ws.unstable = false
 	for _, id := range held {
-		t.runs[id].setCut(wi, 0)
+		t.runs.at(id).setCut(wi, 0)
 		t.shrink(id)
 	}
 	t.clearRuns = held[:0]
