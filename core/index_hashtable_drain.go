@@ -42,10 +42,11 @@ func (m *hashTable) startDrain(n int) {
 	m.drainAt, m.credit = 0, 0
 }
 
-// hashPrepareMin is the smallest table (2,048 groups, 256 KiB) whose
-// next groups are made off the lock: setting a large table's control
-// words costs the writer their pages' faults, a microsecond or so a page.
-const hashPrepareMin = 2048
+// hashPrepareMin is the smallest table whose next groups are made off
+// the lock: every table that grows incrementally. Setting a table's
+// control words costs the writer their pages' faults, a microsecond or so
+// a page (a 256 KiB table's, a few hundred microseconds under load).
+const hashPrepareMin = hashDrainMin
 
 // prepareGrowth starts making the groups of the table's next doubling
 // in another goroutine, once the table is close to it (put asks when an

@@ -51,16 +51,17 @@ func (m *nameTable) startDrain(n int) {
 	m.drainAt, m.credit = 0, 0
 }
 
-// namePrepareMin is the smallest table (1 MiB) whose next halves are
-// made off the lock: making a table's halves costs the writer that makes
-// them its pages' zeroing, their first-touch faults (a microsecond or so
-// a page: a 128-block section of inserts and drain steps into a fresh
-// 32 MiB table held the lock 400-600 us) and the garbage collector's
-// assist for the bytes; below it they are few.
-const namePrepareMin = 1 << 14
+// namePrepareMin is the smallest table whose next halves are made off
+// the lock: every table that grows incrementally. Making a table's halves
+// costs the writer that makes them its pages' zeroing, their first-touch
+// faults (a microsecond or so a page: a 128-block section of inserts and
+// drain steps into a fresh 32 MiB table held the lock 400-600 us; into a
+// fresh 1 MiB one, 100-220 faults, 300-500 us on a loaded machine) and
+// the garbage collector's assist for the bytes.
+const namePrepareMin = nameDrainMin
 
 // prepareGrowth starts making the halves of the table's next growth
-// (twice as many) in another goroutine, which writes to every page of
+// (as many as grow makes) in another goroutine, which writes to every page of
 // them, once the table is within an eighth of its capacity of growing:
 // late enough that the memory is not held long before it is used, early
 // enough that it is ready when the growth comes (takeNext).
@@ -69,6 +70,9 @@ func (m *nameTable) prepareGrowth() {
 		return
 	}
 	n := 2 * len(m.halves)
+	if len(m.halves) < nameQuadrupleMax {
+		n = 4 * len(m.halves) // as grow does
+	}
 	ch := make(chan []nameHalf, 1)
 	m.next = ch
 	go func() {

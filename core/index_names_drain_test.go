@@ -111,7 +111,7 @@ func TestNameTableNextHalvesAreMadeAhead(t *testing.T) {
 			case <-time.After(10 * time.Second):
 				t.Fatal("the next halves were never made")
 			}
-			require.Len(t, hs, 2*len(m.halves))
+			require.Len(t, hs, 4*len(m.halves), "a table under nameQuadrupleMax halves quadruples")
 			prepared = &hs[0]
 			m.next <- hs
 		}
