@@ -130,8 +130,10 @@ func (x *Index) ApplyStored(w Worker, eventID uint64, parentHash *uint64, blocks
 	section := x.section()
 	for i := 0; ; {
 		end := min(len(blocks), i+section)
+		spare := x.t.pool.makeSpare(len(blocks) - i) // before the lock: see blockPool.spare
 		x.mu.Lock()
-		ok := x.t.stored(w, eventID, parentHash, blocks[i:end], i > 0, &r)
+		x.t.pool.holdSpare(spare, x.t.poolLimit())
+		ok := x.t.stored(w, eventID, parentHash, blocks[i:end], len(blocks)-end, i > 0, &r)
 		x.mu.Unlock()
 		if !ok || end == len(blocks) {
 			break

@@ -1,6 +1,9 @@
 package core
 
-import "math/bits"
+import (
+	"math/bits"
+	"sync/atomic"
+)
 
 // blockPool recycles the arrays of dead segments. An engine's cache
 // evicts blocks as fast as it stores them, so a router frees a segment's
@@ -17,6 +20,15 @@ type blockPool struct {
 	// must stay small (a WASM instance holds tens of thousands).
 	free   *[blockClasses][]blockArrays
 	pooled uint64 // blocks of capacity on the free lists
+	// spare is arrays a store's writer made before taking the index's
+	// lock (Index.spareFor), for the next segment that finds its class's
+	// free list empty; wantSpare asks for them, read without the lock: a
+	// growing index, whose free lists are empty, allocates its segments'
+	// arrays outside the lock, where the allocator's and the garbage
+	// collector's costs (a sweep, an assist, the start of a cycle: hundreds
+	// of microseconds at times) hold no query up.
+	spare     blockArrays
+	wantSpare atomic.Bool
 }
 
 // blockArrays are a segment's two arrays, of equal capacity.
@@ -40,19 +52,53 @@ func blockClass(n int) (class, size int) {
 	return 2*k - 6, 1 << k
 }
 
-// get returns empty arrays with room for at least n blocks.
+// get returns empty arrays with room for at least n blocks: from the free
+// list of their class, else the spare when it is of that class or the
+// next (not much larger), else new ones.
 func (p *blockPool) get(n int) blockArrays {
 	c, size := blockClass(n)
-	if p.free == nil {
-		return blockArrays{make([]uint64, 0, size), make([]uint64, 0, size)}
+	if p.free != nil {
+		if k := len(p.free[c]); k > 0 {
+			a := p.free[c][k-1]
+			p.free[c] = p.free[c][:k-1]
+			p.pooled -= uint64(size)
+			return a
+		}
 	}
-	if k := len(p.free[c]); k > 0 {
-		a := p.free[c][k-1]
-		p.free[c] = p.free[c][:k-1]
-		p.pooled -= uint64(size)
+	p.wantSpare.Store(true)
+	if s := cap(p.spare.locals); s >= size && s <= 2*size {
+		a := p.spare
+		p.spare = blockArrays{}
 		return a
 	}
 	return blockArrays{make([]uint64, 0, size), make([]uint64, 0, size)}
+}
+
+// spareMin is the smallest store (in blocks) whose writer makes spare
+// arrays: a shorter one's cost little to allocate under the lock.
+const spareMin = 32
+
+// makeSpare returns new arrays for a store of n more blocks, when the
+// pool asked for them; none otherwise. It needs no lock.
+func (p *blockPool) makeSpare(n int) blockArrays {
+	if n < spareMin || !p.wantSpare.Load() {
+		return blockArrays{}
+	}
+	_, size := blockClass(n)
+	return blockArrays{make([]uint64, 0, size), make([]uint64, 0, size)}
+}
+
+// holdSpare keeps a as the spare (replacing one not taken, which goes to
+// the free lists), under the lock.
+func (p *blockPool) holdSpare(a blockArrays, limit uint64) {
+	if a.locals == nil {
+		return
+	}
+	if p.spare.locals != nil {
+		p.put(p.spare, limit)
+	}
+	p.spare = a
+	p.wantSpare.Store(false)
 }
 
 // put takes back arrays from get, unless the free lists already hold

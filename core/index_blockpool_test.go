@@ -49,3 +49,37 @@ func TestBlockPoolRecycles(t *testing.T) {
 	p.put(blockArrays{make([]uint64, 0, 100), make([]uint64, 0, 100)}, 1000) // not a class size
 	assert.Zero(t, p.pooled)
 }
+
+// A pool whose free list of a class is empty asks for a spare, which a
+// store's writer makes before taking the lock (makeSpare), and the next
+// get of that class or the one below takes it instead of allocating
+// under the lock; a short store makes none, a much smaller get leaves it.
+func TestBlockPoolSpareIsMadeOffTheLock(t *testing.T) {
+	var p blockPool
+	assert.Empty(t, p.makeSpare(100).locals, "nothing asked for a spare yet")
+	p.get(100)
+	require.True(t, p.wantSpare.Load(), "a get that allocated asks for a spare")
+	assert.Empty(t, p.makeSpare(spareMin-1).locals, "a short store makes no spare")
+	a := p.makeSpare(100)
+	require.Equal(t, 128, cap(a.locals))
+	p.holdSpare(a, 1<<20)
+	assert.False(t, p.wantSpare.Load())
+	assert.Equal(t, 8, cap(p.get(3).locals), "a much smaller get leaves the spare")
+	got := p.get(70)
+	require.Same(t, &a.locals[:1][0], &got.locals[:1][0], "the get took the spare")
+	assert.True(t, p.wantSpare.Load(), "the spare taken, another is asked for")
+	assert.Empty(t, p.spare.locals)
+}
+
+// A store longer than a write section has its segment sized for all of
+// it by the first section: the later sections extend it without copying.
+func TestLongStoreSegmentIsSizedOnce(t *testing.T) {
+	x := NewIndex(IndexOptions{Mode: ModeWarn})
+	x.writeSection = 128
+	require.NoError(t, x.ApplyStored(Worker{ID: 1}, 1, nil, chain(512, 1<<20)))
+	require.Equal(t, 2, x.t.segs.len(), "one segment (and the unused segment 0)")
+	s := x.t.segs.at(1)
+	assert.Equal(t, 512, len(s.locals))
+	assert.Equal(t, 512, cap(s.locals))
+	assert.Zero(t, x.t.pool.pooled, "no array was outgrown (and handed back to the pool) section by section")
+}

@@ -79,12 +79,14 @@ func (t *tree) reattach(cur, old blockRef, l uint64) {
 }
 
 // stored applies a store, or (more) the next section of one, chained
-// under the last block of the section before (Index.ApplyStored). It
+// under the last block of the section before (Index.ApplyStored); later
+// blocks of the store follow this section's (a new segment gets room for
+// them too, so that the next sections extend it without copying it). It
 // reports whether the store goes on: not when it was dropped, nor when a
 // section finds the worker no longer names its parent (another writer
 // cleared or removed the worker in between: what is left of the store is
 // dropped, as if it had come after, without a violation).
-func (t *tree) stored(w Worker, _ uint64, parent *uint64, blocks []StoredBlock, more bool, r *report) bool {
+func (t *tree) stored(w Worker, _ uint64, parent *uint64, blocks []StoredBlock, later int, more bool, r *report) bool {
 	wi := t.intern(w)
 	cur := rootRef
 	if parent != nil {
@@ -132,7 +134,7 @@ func (t *tree) stored(w Worker, _ uint64, parent *uint64, blocks []StoredBlock, 
 			t.reattach(cur, old, l)
 			n = old
 		default:
-			n = t.newBlock(cur, x, l, len(blocks)-i)
+			n = t.newBlock(cur, x, l, len(blocks)-i+later)
 			fresh = !named
 		}
 		if named && old == n {
@@ -150,7 +152,7 @@ func (t *tree) stored(w Worker, _ uint64, parent *uint64, blocks []StoredBlock, 
 		}
 		cur = n
 		if fresh {
-			k := t.appendFresh(wi, n, blocks[i+1:])
+			k := t.appendFresh(wi, n, blocks[i+1:], later)
 			i += k
 			cur += blockRef(k)
 		}
@@ -163,8 +165,10 @@ func (t *tree) stored(w Worker, _ uint64, parent *uint64, blocks []StoredBlock, 
 // the store's usual tail. last, the block just added, is the last of its
 // run, which ends its segment, has no child and is wholly held by wi, so
 // each block is what the general step would do (no child to find, a new
-// block appended in place, wi's cut one longer) without its lookups.
-func (t *tree) appendFresh(wi uint32, last blockRef, rest []StoredBlock) int {
+// block appended in place, wi's cut one longer) without its lookups. A
+// segment that must grow makes room for the later blocks of the store
+// (its next sections) too.
+func (t *tree) appendFresh(wi uint32, last blockRef, rest []StoredBlock, later int) int {
 	id, _ := t.runAt(last)
 	r := t.runs.at(id)
 	sid := r.seg
@@ -186,7 +190,7 @@ func (t *tree) appendFresh(wi uint32, last blockRef, rest []StoredBlock) int {
 		x, l := rest[n].BlockHash, rest[n].TokensHash
 		if len(locals) == cap(locals) {
 			s.locals, s.exts = locals, exts
-			t.grow(sid, len(rest)-n)
+			t.grow(sid, len(rest)-n+later)
 			locals, exts = s.locals, s.exts
 		}
 		locals = append(locals, l)
