@@ -29,6 +29,11 @@ type Index struct {
 	log  *slog.Logger
 	// writeSection overrides the package's (benchmarks compare sizes).
 	writeSection int
+	// holdProbe, when set (benchmarks), is called as a store's or a
+	// removal's section takes the write lock (true) and before it lets go
+	// (false): what is timed between is the hold itself, without what the
+	// writer does outside the lock.
+	holdProbe func(held bool)
 	// scratch memory for AppendMatches, one slot per concurrent reader.
 	scratch scratchSlots
 }
@@ -131,10 +136,10 @@ func (x *Index) ApplyStored(w Worker, eventID uint64, parentHash *uint64, blocks
 	for i := 0; ; {
 		end := min(len(blocks), i+section)
 		spare := x.t.pool.makeSpare(len(blocks) - i) // before the lock: see blockPool.spare
-		x.mu.Lock()
+		x.lockWrite()
 		x.t.pool.holdSpare(spare, x.t.poolLimit())
 		ok := x.t.stored(w, eventID, parentHash, blocks[i:end], len(blocks)-end, i > 0, &r)
-		x.mu.Unlock()
+		x.unlockWrite()
 		if !ok || end == len(blocks) {
 			break
 		}
@@ -150,6 +155,20 @@ func (x *Index) ApplyStored(w Worker, eventID uint64, parentHash *uint64, blocks
 // that many at most (a few microseconds), not for a whole prompt of
 // thousands (BenchmarkFindMatchesWhileApplying).
 const writeSection = 128
+
+func (x *Index) lockWrite() {
+	x.mu.Lock()
+	if x.holdProbe != nil {
+		x.holdProbe(true)
+	}
+}
+
+func (x *Index) unlockWrite() {
+	if x.holdProbe != nil {
+		x.holdProbe(false)
+	}
+	x.mu.Unlock()
+}
 
 func (x *Index) section() int {
 	if x.writeSection > 0 {
@@ -168,9 +187,9 @@ func (x *Index) ApplyRemoved(w Worker, eventID uint64, blockHashes []uint64) err
 	r.begin(w, eventID, x.Mode())
 	section := x.section()
 	for i := 0; i < len(blockHashes) || i == 0; i += section {
-		x.mu.Lock()
+		x.lockWrite()
 		x.t.removed(w, eventID, blockHashes[i:min(len(blockHashes), i+section)], &r)
-		x.mu.Unlock()
+		x.unlockWrite()
 	}
 	return x.finish(&r)
 }
