@@ -65,7 +65,14 @@ func (p *blockPool) get(n int) blockArrays {
 			return a
 		}
 	}
-	p.wantSpare.Store(true)
+	if p.pooled < spareDry {
+		// The free lists are all but empty: the index is growing, and
+		// its writers make the next arrays outside the lock. (An index
+		// whose blocks turn over keeps its free lists stocked, and one
+		// class run dry now and then is not worth an array made for
+		// every store.)
+		p.wantSpare.Store(true)
+	}
 	if s := cap(p.spare.locals); s >= size && s <= 2*size {
 		a := p.spare
 		p.spare = blockArrays{}
@@ -73,6 +80,10 @@ func (p *blockPool) get(n int) blockArrays {
 	}
 	return blockArrays{make([]uint64, 0, size), make([]uint64, 0, size)}
 }
+
+// spareDry is the capacity on the free lists (in blocks) below which a
+// get that allocates asks for a spare.
+const spareDry = 4096
 
 // spareMin is the smallest store (in blocks) whose writer makes spare
 // arrays: a shorter one's cost little to allocate under the lock.
