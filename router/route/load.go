@@ -57,6 +57,7 @@ type request struct {
 	// routed; prefilling until its first token.
 	work       uint64
 	decode     float64 // the decode factor (predict.go)
+	waiting    float64 // the engine's waiting requests ahead (gauges.go)
 	prefilling bool
 }
 
@@ -77,6 +78,8 @@ type rankLoad struct {
 	// flood guard's measure, kept scaled to the table's rateEpoch (see
 	// rateScale) so a route decays every rank's rate with one exp.
 	rate float64
+	// gauges: the engine's /metrics as last scraped (gauges.go).
+	gauges rankGauges
 }
 
 // idleSweepMin: idle slots kept before a sweep is considered.
@@ -187,7 +190,8 @@ func (t *loadTable) add(id string, w core.Worker, prefillTokens uint64, seq []ui
 	s := t.slot(w)
 	rl0 := t.ranks[s]
 	rq := &request{slot: s, prefillTokens: prefillTokens, blocks: seq, at: now, held: held,
-		work: rl0.prefillTokens + prefillTokens, decode: decodeFactor(rl0.requests, rl0.prefilling), prefilling: true}
+		work: rl0.prefillTokens + prefillTokens, decode: decodeFactor(rl0.requests, rl0.prefilling),
+		waiting: rl0.gauges.waitingNow(rl0.requests, now), prefilling: true}
 	rl0.prefilling++
 	rl0.rate += 1 / t.rateScale(now)
 	t.requests[id] = rq
@@ -233,8 +237,8 @@ func (t *loadTable) observe(id string, now time.Time) bool {
 		return false
 	}
 	sec := now.Sub(rq.at).Seconds()
-	t.fleet.observe(t.prior, t.prior.theta(), rq.work, rq.decode, sec)
-	t.ranks[rq.slot].model.observe(t.prior, t.fleet.theta, rq.work, rq.decode, sec)
+	t.fleet.observe(t.prior, t.prior.theta(), rq.work, rq.decode, rq.waiting, sec)
+	t.ranks[rq.slot].model.observe(t.prior, t.fleet.theta, rq.work, rq.decode, rq.waiting, sec)
 	return true
 }
 

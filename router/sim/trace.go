@@ -107,8 +107,44 @@ func FleetPrefillCapacity(cfg engine.Config, engines int) float64 {
 }
 
 // OfferedPrefillRate is the trace's prompt tokens per second at its own
-// timestamps (all prompt tokens: cache hits are the policies' to earn).
+// timestamps (every prompt token, cached or not).
 func OfferedPrefillRate(reqs []mooncake.Request[float64]) (float64, error) {
+	span, err := traceSpanS(reqs)
+	if err != nil {
+		return 0, err
+	}
+	tokens := 0
+	for i := range reqs {
+		tokens += reqs[i].InputLength
+	}
+	return float64(tokens) / span, nil
+}
+
+// OfferedWorkRate is the work the trace gives the fleet per second at its
+// own timestamps after the best caching any router could earn: the prompt
+// tokens the pooled LRU bound misses (b.PooledLRUMissTokens) plus every
+// output token. This is what a load is a fraction of (Config.Loads): at
+// load 1.0 even an ideal router (the pooled cache's hits, perfect
+// balance) keeps the fleet's token budget full. An output token counts as
+// one token of work, as it takes one token of a step's budget, and as
+// the mocker profile prices it: a full decode batch (256 sequences) at
+// low KV use takes 5.7 ms, 0.022 ms a token, and a full prefill step
+// 0.021 ms a token.
+func OfferedWorkRate(reqs []mooncake.Request[float64], b Bounds) (float64, error) {
+	span, err := traceSpanS(reqs)
+	if err != nil {
+		return 0, err
+	}
+	tokens := b.PooledLRUMissTokens
+	for i := range reqs {
+		tokens += reqs[i].OutputLength
+	}
+	return float64(tokens) / span, nil
+}
+
+// traceSpanS is the time from the trace's first arrival to its last, in
+// seconds.
+func traceSpanS(reqs []mooncake.Request[float64]) (float64, error) {
 	if len(reqs) < 2 {
 		return 0, fmt.Errorf("%w: a load needs at least two requests", ErrConfig)
 	}
@@ -116,11 +152,7 @@ func OfferedPrefillRate(reqs []mooncake.Request[float64]) (float64, error) {
 	if !(span > 0) {
 		return 0, fmt.Errorf("%w: the trace spans no time", ErrConfig)
 	}
-	tokens := 0
-	for i := range reqs {
-		tokens += reqs[i].InputLength
-	}
-	return float64(tokens) / span, nil
+	return span, nil
 }
 
 // arrivals returns each request's arrival, from 0, with the trace's
