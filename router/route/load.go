@@ -35,11 +35,12 @@ type loadTable struct {
 	dead  int
 	// requestsPeak: see shrink.go.
 	requestsPeak peak
-	// models: each rank's fitted predicted-TTFT coefficients (predict.go),
-	// kept by worker so a swept slot's rank keeps what it learned.
-	models map[core.Worker]*ttftModel
+	// models: each rank's learned speed against the fleet's model
+	// (predict.go), kept by worker so a swept slot's rank keeps what it
+	// learned.
+	models map[core.Worker]*rankModel
 	prior  TTFTPrior
-	fleet  *ttftModel // every rank's observations: the ranks' prior
+	fleet  *ttftModel // the predicted-TTFT coefficients, from every rank's observations
 	// rateEpoch: the time the ranks' scaled rates are relative to.
 	rateEpoch time.Time
 }
@@ -73,7 +74,7 @@ type rankLoad struct {
 	blocks        map[uint64]uint32 // sequence hash -> active requests holding it
 	blocksPeak    peak
 	prefilling    int // requests before their first token
-	model         *ttftModel
+	model         *rankModel
 	// rate: requests routed here, decayed with a 1 s time constant: the
 	// flood guard's measure, kept scaled to the table's rateEpoch (see
 	// rateScale) so a route decays every rank's rate with one exp.
@@ -87,7 +88,7 @@ const idleSweepMin = 256
 
 func newLoadTable() loadTable {
 	return loadTable{requests: map[string]*request{}, slotOf: map[core.Worker]int32{}, gen: 1, holders: newHolders(),
-		models: map[core.Worker]*ttftModel{}, prior: DefaultTTFTPrior(), fleet: newTTFTModel(DefaultTTFTPrior())}
+		models: map[core.Worker]*rankModel{}, prior: DefaultTTFTPrior(), fleet: newTTFTModel(DefaultTTFTPrior())}
 }
 
 func (t *loadTable) has(id string) bool { _, ok := t.requests[id]; return ok }
@@ -102,7 +103,7 @@ type slotCache struct {
 	slots   []int32 // -1: the rank has no slot (no load)
 	// models: each candidate's predicted-TTFT model (nil: never routed
 	// to); models are only made with a slot, which bumps gen.
-	models []*ttftModel
+	models []*rankModel
 }
 
 // slotsFor returns the slot of each candidate, from c when still valid.
@@ -174,8 +175,7 @@ func (t *loadTable) slot(w core.Worker) int32 {
 	}
 	m := t.models[w]
 	if m == nil {
-		m = newTTFTModel(t.prior)
-		m.theta = t.fleet.theta // a new rank starts as the fleet is
+		m = &rankModel{} // a new rank starts as the fleet is
 		t.models[w] = m
 	}
 	t.ranks[s] = &rankLoad{worker: w, blocks: map[uint64]uint32{}, model: m}
@@ -237,8 +237,10 @@ func (t *loadTable) observe(id string, now time.Time) bool {
 		return false
 	}
 	sec := now.Sub(rq.at).Seconds()
+	// The rank's speed against the fleet's model as it stood when the
+	// first token came, then the fleet's model.
+	t.ranks[rq.slot].model.observe(sec, t.fleet.totalS(rq.work, rq.decode, rq.waiting))
 	t.fleet.observe(t.prior, t.prior.theta(), rq.work, rq.decode, rq.waiting, sec)
-	t.ranks[rq.slot].model.observe(t.prior, t.fleet.theta, rq.work, rq.decode, rq.waiting, sec)
 	return true
 }
 

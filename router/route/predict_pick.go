@@ -49,7 +49,7 @@ const (
 	workMax        = 4.0
 	workHalfTokens = 24_000.0
 	workPerWaiting = 0.5
-	workCap        = 16.0
+	workCap        = 32.0
 )
 
 // predictLocked scores candidate c (its slot, its model when it has no
@@ -58,7 +58,7 @@ const (
 // TTFT. The cached prefix is the longer of what the rank's KV events show
 // and what the router already sent it (a queued request's blocks are
 // computed before this one's turn).
-func (r *Router) predictLocked(dst *Candidate, c indexer.Candidate, slot int32, m *ttftModel, ov, depth uint32, promptTokens, blockSize int, now time.Time) {
+func (r *Router) predictLocked(dst *Candidate, c indexer.Candidate, slot int32, m *rankModel, ov, depth uint32, promptTokens, blockSize int, now time.Time) {
 	cachedBlocks := max(ov, depth)
 	cached := min(promptTokens, int(cachedBlocks)*blockSize)
 	uncached := uint64(promptTokens - cached)
@@ -70,15 +70,13 @@ func (r *Router) predictLocked(dst *Candidate, c indexer.Candidate, slot int32, 
 		waiting = rl.gauges.waitingNow(rl.requests, now)
 	}
 	var own uint64
-	if m != nil {
-		own = m.n
-	}
-	if own == 0 { // no first token seen yet: the fleet's model
-		m = r.load.fleet
+	speed := 1.0 // no first token seen yet: the fleet's model as it is
+	if m != nil && m.n > 0 {
+		own, speed = m.n, m.speed()
 	}
 	// Written in place, field by field: a candidate is ~200 bytes, and
 	// building one to copy it was a tenth of a route's CPU.
-	m.predictInto(&dst.TTFT, queued, uncached, k, waiting)
+	r.load.fleet.predictScaledInto(&dst.TTFT, queued, uncached, k, waiting, speed)
 	dst.TTFT.CachedTokens, dst.TTFT.Observations = cached, own
 	dst.WorkerID, dst.DPRank, dst.OverlapBlocks, dst.Cost = c.Worker.ID, c.Worker.DPRank, ov, dst.TTFT.TotalS
 	dst.State, dst.PrefillBlocks, dst.DecodeBlocks = c.State, float64(uncached)/float64(max(blockSize, 1)), 0

@@ -65,17 +65,53 @@ func TestTTFTModelConvergesWithinAFewHundredObservations(t *testing.T) {
 	}
 }
 
-func TestTTFTModelFollowsDrift(t *testing.T) {
+// One rank of a fleet slows down 3x (a minute at a few requests a second
+// is ~150 of its requests): its speed against the fleet's model follows,
+// and its predictions with it; the fleet's model, fitted from every rank,
+// hardly moves.
+func TestRankSpeedFollowsDrift(t *testing.T) {
 	p := DefaultTTFTPrior()
-	m := newTTFTModel(p)
+	fleet := newTTFTModel(p)
 	rng := rand.New(rand.NewPCG(3, 4))
-	before := engineTruth{a: 0.03, b: 0.02, c: 0.003, d: 0.02}
-	observeMany(m, p, before, 300, rng)
-	// The engine slows down 3x; a minute at a few requests a second is
-	// ~150 of its requests.
-	after := engineTruth{a: 0.09, b: 0.06, c: 0.009, d: 0.06}
-	observeMany(m, p, after, 150, rng)
-	assert.InEpsilon(t, after.ttft(16_000, 1), m.predict(0, 16_000, 1, 0).TotalS, 0.1)
+	base := engineTruth{a: 0.03, b: 0.02, c: 0.003, d: 0.02}
+	ranks := make([]*rankModel, 4)
+	for i := range ranks {
+		ranks[i] = &rankModel{}
+	}
+	step := func(slow float64) {
+		for i, r := range ranks {
+			work := uint64(rng.IntN(32_000))
+			k := float64(rng.IntN(2))
+			s := base.ttft(work, k) * (0.95 + 0.1*rng.Float64())
+			if i == 0 {
+				s *= slow
+			}
+			r.observe(s, fleet.totalS(work, k, 0))
+			fleet.observe(p, p.theta(), work, k, 0, s)
+		}
+	}
+	for range 300 {
+		step(1)
+	}
+	assert.InEpsilon(t, 1, ranks[0].speed(), 0.05)
+	for range 150 {
+		step(3)
+	}
+	want := 3 * base.ttft(16_000, 1)
+	got := fleet.predictScaled(0, 16_000, 1, 0, ranks[0].speed()).TotalS
+	assert.InEpsilon(t, want, got, 0.1, "the slowed rank")
+	assert.InEpsilon(t, base.ttft(16_000, 1), fleet.predictScaled(0, 16_000, 1, 0, ranks[1].speed()).TotalS, 0.1, "the others")
+}
+
+func TestRankSpeedIgnoresBadObservations(t *testing.T) {
+	r := &rankModel{}
+	for _, c := range []struct{ s, fleet float64 }{{-1, 1}, {nanF(), 1}, {infF(), 1}, {2 * ttftMaxSampleS, 1}, {1, 0}, {1, nanF()}, {1, -1}} {
+		r.observe(c.s, c.fleet)
+	}
+	assert.Zero(t, r.n)
+	assert.Equal(t, 1.0, r.speed())
+	r.observe(3000, 1e-3) // clamped: one wild sample moves it by rankSpeedRate * ln 100
+	assert.InDelta(t, rankSpeedRate*math.Log(100), r.logSpeed, 1e-12)
 }
 
 func TestTTFTModelIgnoresBadObservations(t *testing.T) {

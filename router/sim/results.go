@@ -60,7 +60,9 @@ type Setup struct {
 	TraceTokS           float64 `json:"trace_prefill_tokens_per_s"`
 	// TraceWorkTokS: the trace's work at its own rate (OfferedWorkRate);
 	// a load is this times the rate scale over FleetPrefillTokS.
-	TraceWorkTokS   float64  `json:"trace_work_tokens_per_s"`
+	TraceWorkTokS float64 `json:"trace_work_tokens_per_s"`
+	// DecodeTokenWork: an output token's work in prefill tokens.
+	DecodeTokenWork float64  `json:"decode_token_work"`
 	ScrapeIntervalS float64  `json:"scrape_interval_s"`
 	SLOTTFTS        float64  `json:"slo_ttft_s"`
 	SLOTPOTS        float64  `json:"slo_tpot_s"`

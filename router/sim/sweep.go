@@ -26,7 +26,7 @@ func Run(ctx context.Context, cfg Config) (Results, error) {
 	}
 	// A load needs the trace's rate; rate scales do not (a one-request
 	// trace replays at --rate-scale, its load reported as 0).
-	offered, err := OfferedWorkRate(reqs, bounds)
+	offered, err := OfferedWorkRate(reqs, bounds, cfg.Engine)
 	if err != nil && len(cfg.Loads) > 0 {
 		return Results{}, err
 	}
@@ -106,7 +106,7 @@ feed:
 		Setup: Setup{
 			BlockSize: cfg.Engine.BlockSize, NumBlocks: cfg.Engine.NumBlocks, MaxNumSeqs: cfg.Engine.MaxNumSeqs,
 			MaxNumBatchedTokens: cfg.Engine.MaxNumBatchedTokens, Profile: cfg.Engine.Profile.Name,
-			FleetPrefillTokS: capacity, TraceTokS: prompt, TraceWorkTokS: offered, ScrapeIntervalS: cfg.ScrapeInterval.Seconds(),
+			FleetPrefillTokS: capacity, TraceTokS: prompt, TraceWorkTokS: offered, DecodeTokenWork: DecodeTokenWork(cfg.Engine), ScrapeIntervalS: cfg.ScrapeInterval.Seconds(),
 			SLOTTFTS: cfg.SLO.TTFT.Seconds(), SLOTPOTS: cfg.SLO.TPOT.Seconds(), Seeds: cfg.Seeds, Policies: cfg.Policies,
 		},
 		Rows: rows, Summary: summarize(rows),
