@@ -12,7 +12,8 @@ type EPP struct {
 	// gateways reach pickers without verifying them.
 	TLS bool `yaml:"tls,omitempty"`
 	// MaxInFlightPerWorker sheds a request (429) when every eligible
-	// worker already has this many in flight through the picker; 0: never.
+	// worker already has this many in flight through the picker; 0: the
+	// proxy's backpressure instead (the same per-engine slots, shared).
 	MaxInFlightPerWorker int `yaml:"max_in_flight_per_worker,omitempty"`
 	// Fallbacks: endpoints after the pick in the answer, next cheapest
 	// first (for gateways whose pool honours a list); 0: the pick alone.

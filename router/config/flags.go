@@ -113,7 +113,7 @@ func newFlagSet(name string, c *Config, p *Parsed, out io.Writer) *flag.FlagSet 
 	bindSecurityFlags(fs, c)
 	fs.StringVar(&c.EPP.Listen, "epp-listen", c.EPP.Listen, "serve the gateway endpoint picker (Envoy ext_proc, gRPC) here, e.g. 127.0.0.1:9002; empty: none")
 	fs.BoolVar(&c.EPP.TLS, "epp-tls", c.EPP.TLS, "serve the endpoint picker over TLS with a self-signed certificate (ALPN h2)")
-	fs.IntVar(&c.EPP.MaxInFlightPerWorker, "epp-max-in-flight", c.EPP.MaxInFlightPerWorker, "picker: 429 when every eligible worker has this many requests in flight (0: never)")
+	fs.IntVar(&c.EPP.MaxInFlightPerWorker, "epp-max-in-flight", c.EPP.MaxInFlightPerWorker, "picker: 429 when every eligible worker has this many requests in flight through it (0: share the proxy's per-engine slots instead)")
 	fs.IntVar(&c.EPP.Fallbacks, "epp-fallbacks", c.EPP.Fallbacks, "picker: endpoints after the pick in x-gateway-destination-endpoint, next cheapest first")
 	proxyFlags(fs, &c.Proxy)
 	fs.Var(listFlag{&c.NATS.Models}, "nats-models", "comma-separated models this replica applies and ingests, one partition of the fleet (empty: every model)")

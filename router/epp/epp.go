@@ -35,8 +35,19 @@ const (
 )
 
 // ErrSaturated is what an Admit hook wraps to have a request shed with a
-// 429; any other error from it is a 503.
-var ErrSaturated = errors.New("fleet saturated")
+// 429; any other error from it is a 503. It is the proxy's (Proxy.Admit
+// wraps it).
+var ErrSaturated = proxy.ErrSaturated
+
+// EngineSlots are per-engine request slots shared with another front end
+// (proxy.Proxy implements them).
+type EngineSlots interface {
+	SlotFree(worker uint64) bool
+	TakeSlot(worker uint64) bool
+	// GiveSlot returns a slot; model is the request's (a front end may
+	// have requests for it waiting).
+	GiveSlot(worker uint64, model string)
+}
 
 // Options configure a Server.
 type Options struct {
@@ -50,6 +61,11 @@ type Options struct {
 	// ErrSaturated sheds the request with a 429 (the overload
 	// backpressure plugs in here), another error is a 503.
 	Admit func(model string) error
+	// Slots, when set, are the engines' request slots the picker shares
+	// with another front end (kvrouter's proxy: the same EngineSlots an
+	// engine): a pick goes only to an engine with a free slot, takes it,
+	// and gives it back when the request ends.
+	Slots EngineSlots
 	// MaxInFlightPerWorker: with Admit nil and this > 0, a request is shed
 	// (429) when every eligible worker already has this many requests in
 	// flight through the picker.

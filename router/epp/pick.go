@@ -21,6 +21,7 @@ type pick struct {
 	// RequestID names the request's load in the router ("" for requests
 	// without a prompt, which carry none).
 	RequestID string
+	Model     string
 	Worker    uint64
 	Endpoint  string // the chosen worker's host:port
 	Overlap   uint32 // prompt blocks the chosen rank holds
@@ -77,7 +78,7 @@ func (s *Server) decide(ctx context.Context, path string, body []byte, sub subse
 			missed, tab = true, s.eps.afterMiss()
 			a, ok = tab.byID[id]
 		}
-		return ok && sub.allows(a)
+		return ok && sub.allows(a) && (s.opts.Slots == nil || s.opts.Slots.SlotFree(id))
 	}
 	if err := s.admit(pr.Model, eligible); err != nil {
 		return pick{}, err
@@ -94,12 +95,18 @@ func (s *Server) decide(ctx context.Context, path string, body []byte, sub subse
 	if err != nil {
 		return pick{}, routeError(err, sub)
 	}
-	p := pick{RequestID: id, Worker: d.WorkerID, Endpoint: s.eps.addr(d.WorkerID), Overlap: d.OverlapBlocks}
+	p := pick{RequestID: id, Model: pr.Model, Worker: d.WorkerID, Endpoint: s.eps.addr(d.WorkerID), Overlap: d.OverlapBlocks}
 	if p.Endpoint == "" {
 		// Deregistered between the filter and now.
-		s.opts.Router.Free(id)
+		s.opts.Router.FreeNoWait(id)
 		return pick{}, httpapi.NewError(http.StatusServiceUnavailable, "unavailable_error", "no_endpoint",
 			"worker %d was chosen but has no base_url any more", d.WorkerID)
+	}
+	if s.opts.Slots != nil && !s.opts.Slots.TakeSlot(p.Worker) {
+		// Another request took its last slot since the route looked.
+		s.opts.Router.FreeNoWait(id)
+		return pick{}, httpapi.NewError(http.StatusTooManyRequests, "rate_limit_error", "saturated",
+			"model %q: worker %d's last slot was taken meanwhile", pr.Model, p.Worker)
 	}
 	p.Answer = s.withFallbacks(p, d.Candidates, eligible)
 	s.flights.add(p.Worker, 1)

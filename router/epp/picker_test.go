@@ -2,6 +2,7 @@ package epp_test
 
 import (
 	"context"
+	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -37,6 +38,14 @@ type pickerOnly struct {
 
 func startPickerOnly(t *testing.T, opts epp.Options) *pickerOnly {
 	t.Helper()
+	return startPicker(t, opts, false, nil)
+}
+
+// startPicker is startPickerOnly with the server's configuration changed
+// by mutate first; with share, the picker's slots and admission are the
+// server's proxy's, as kvrouter wires them.
+func startPicker(t *testing.T, opts epp.Options, share bool, mutate func(*config.Config)) *pickerOnly {
+	t.Helper()
 	cfg := config.Default()
 	cfg.BlockSize = blockSize
 	cfg.Index.StabilityMode = "warn"
@@ -49,11 +58,17 @@ func startPickerOnly(t *testing.T, opts epp.Options) *pickerOnly {
 		cfg.Workers = append(cfg.Workers, config.Worker{WorkerID: uint64(i + 1), Model: model, BaseURL: ts.URL})
 		po.addrs = append(po.addrs, strings.TrimPrefix(ts.URL, "http://"))
 	}
+	if mutate != nil {
+		mutate(&cfg)
+	}
 	srv, err := serve.New(serve.Options{Config: cfg})
 	require.NoError(t, err)
 	require.NoError(t, srv.Start())
 	t.Cleanup(func() { _ = srv.Shutdown(context.Background()) })
 	po.srv = srv
+	if share {
+		opts.Slots, opts.Admit = srv.Proxy(), srv.Proxy().Admit
+	}
 	opts.Indexer, opts.Router, opts.Tokenize = srv.Indexer(), srv.Router(), srv.Proxy().PromptTokens
 	if opts.Registerer == nil {
 		opts.Registerer = prometheus.NewRegistry()
@@ -225,6 +240,46 @@ func TestPickerShedsWhenSaturated(t *testing.T) {
 	defer cancel()
 	assert.NotEmpty(t, destination(got[0]))
 	open[1]()
+}
+
+// With kvrouter's wiring (no --epp-max-in-flight) the picker and the
+// proxy share each engine's slots: a pick holds one until its response
+// ends, the proxy sees it taken, and when every engine is full both
+// front ends answer 429.
+func TestPickerSharesTheProxysBackpressure(t *testing.T) {
+	po := startPicker(t, epp.Options{}, true, func(c *config.Config) {
+		c.Proxy.MaxNumSeqs, c.Proxy.EngineQueue = 1, 0 // one slot an engine
+		c.Proxy.AdmissionTimeout = 50 * time.Millisecond
+	})
+	px := httptest.NewServer(po.srv.Proxy().Wrap(http.NotFoundHandler()))
+	defer px.Close()
+	proxied := func() int {
+		resp, err := http.Post(px.URL+"/v1/completions", "application/json", strings.NewReader(`{"model":"m","prompt":[1,2,3]}`))
+		require.NoError(t, err)
+		_, _ = io.Copy(io.Discard, resp.Body)
+		require.NoError(t, resp.Body.Close())
+		return resp.StatusCode
+	}
+	duplex := filterv3.ProcessingMode_FULL_DUPLEX_STREAMED
+	body := `{"model":"m","prompt":[1,2,3]}`
+	var open []context.CancelFunc
+	for range 2 {
+		got, cancel := po.exchange(t, duplex, "/v1/completions", body, nil)
+		open = append(open, cancel)
+		require.NotEmpty(t, destination(got[0]), "picked")
+	}
+	assert.Equal(t, map[uint64]int{1: 1, 2: 1}, po.srv.Proxy().Inflight(), "the picks hold the proxy's slots")
+	assert.Equal(t, http.StatusTooManyRequests, proxied(), "the proxy finds every engine full")
+	got, cancel := po.exchange(t, duplex, "/v1/completions", body, nil)
+	cancel()
+	require.NotNil(t, got[0].GetImmediateResponse())
+	assert.Equal(t, 429, int(got[0].GetImmediateResponse().GetStatus().GetCode()), "so does the picker")
+	// A pick's stream ends: its slot is the proxy's again.
+	open[0]()
+	require.Eventually(t, func() bool { return len(po.srv.Proxy().Inflight()) == 1 }, 5*time.Second, 5*time.Millisecond)
+	assert.Equal(t, http.StatusOK, proxied())
+	open[1]()
+	require.Eventually(t, func() bool { return len(po.srv.Proxy().Inflight()) == 0 }, 5*time.Second, 5*time.Millisecond)
 }
 
 func TestPickerAdmitHook(t *testing.T) {

@@ -36,7 +36,7 @@ func (x *exchange) onResponseBody(b *extprocv3.HttpBody) error {
 		// The first bytes of the answer: the engine is past prefill.
 		x.resp.prefilled = true
 		if x.picked && x.p.RequestID != "" {
-			x.s.opts.Router.PrefillDone(x.p.RequestID)
+			x.s.opts.Router.PrefillDoneNoWait(x.p.RequestID)
 		}
 	}
 	var err error

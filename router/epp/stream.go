@@ -204,7 +204,10 @@ func (x *exchange) release() {
 		// The in-flight count first: once the router shows the request
 		// gone, the saturation check sees it gone too.
 		x.s.flights.add(x.p.Worker, -1)
-		x.s.opts.Router.Free(x.p.RequestID)
+		x.s.opts.Router.FreeNoWait(x.p.RequestID)
+		if x.s.opts.Slots != nil {
+			x.s.opts.Slots.GiveSlot(x.p.Worker, x.p.Model)
+		}
 	}
 }
 

@@ -26,7 +26,7 @@ const testBlockSize = 16
 type testEngine struct {
 	t        testing.TB
 	worker   uint64
-	pub      zmq4.Socket
+	pub      *ingesttest.Publisher
 	replay   zmq4.Socket
 	pubEP    string
 	replayEP string
@@ -49,13 +49,12 @@ func newTestEngineSized(t testing.TB, worker uint64, events, blocks int) *testEn
 	ctx, cancel := context.WithCancel(context.Background())
 	quiet := zmq4.WithLogger(slog.NewLogLogger(slog.DiscardHandler, slog.LevelError))
 	e := &testEngine{t: t, worker: worker, cancel: cancel,
-		pub: zmq4.NewPub(ctx, quiet), replay: zmq4.NewRouter(ctx, quiet)}
+		pub: ingesttest.NewPublisher(t), replay: zmq4.NewRouter(ctx, quiet)}
 	spec := ingesttest.DefaultSpec(ingesttest.MapEvents)
 	spec.Seed, spec.Events, spec.BlocksPerEvent = worker, events, blocks
 	e.gen = ingesttest.NewGenerator(spec)
-	require.NoError(t, e.pub.Listen("tcp://127.0.0.1:0"))
+	e.pubEP = e.pub.Listen("tcp://127.0.0.1:0")
 	require.NoError(t, e.replay.Listen("tcp://127.0.0.1:0"))
-	e.pubEP = "tcp://" + e.pub.Addr().String()
 	e.replayEP = "tcp://" + e.replay.Addr().String()
 	e.done.Add(1)
 	go e.serveReplay()
@@ -65,7 +64,7 @@ func newTestEngineSized(t testing.TB, worker uint64, events, blocks int) *testEn
 
 func (e *testEngine) close() {
 	e.cancel()
-	_ = e.pub.Close()
+	e.pub.Close()
 	_ = e.replay.Close()
 	e.done.Wait()
 }
@@ -101,8 +100,7 @@ func (e *testEngine) serveReplay() {
 
 // subscribed reports whether some SUB socket listens to the engine.
 func (e *testEngine) subscribed() bool {
-	t, ok := e.pub.(zmq4.Topics)
-	return ok && len(t.Topics()) > 0
+	return e.pub.Subscribed()
 }
 
 // send publishes n more batches.
@@ -113,7 +111,7 @@ func (e *testEngine) send(n int) {
 		seq := uint64(len(e.sent))
 		e.sent = append(e.sent, payload)
 		e.mu.Unlock()
-		require.NoError(e.t, e.pub.Send(zmq4.NewMsgFrom([]byte{}, seq8(seq), payload)))
+		e.pub.Send("", seq, payload)
 	}
 }
 

@@ -45,6 +45,10 @@ type Indexer struct {
 	checks      map[string]*hashCheck
 	agreeMu     sync.Mutex
 	agreeLogged map[ModelKey]string
+	// peerRoots: unknown roots by content among engines that should agree
+	// (verify_peers.go); taken inside a rank's mutex, never around one.
+	peerRootsMu sync.Mutex
+	peerRoots   map[peerRootKey]peerRoot
 
 	// refused counts the events refused by the bounds (caps.go).
 	refused refusals

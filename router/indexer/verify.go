@@ -167,12 +167,18 @@ func (a *applier) verifyStore(ev *ingest.Event) {
 		a.r.vs.mismatches++
 		// An unknown scheme is not randomness: unstable takes evidence,
 		// a root the rank was verified under now missed, or the same
-		// content named otherwise (after a restart); else unverifiable.
-		if evidence := a.randomRoot(st); evidence != "" || a.r.vs.verdict == VerdictVerified {
+		// content named otherwise (after a restart, or by another engine
+		// that should agree: verify_peers.go); else unverifiable.
+		evidence := a.randomRoot(st)
+		if peer := a.peerDisagrees(hc, st); evidence == "" {
+			evidence = peer
+		}
+		if evidence != "" || a.r.vs.verdict == VerdictVerified {
 			a.hashUnstable(hc, st, evidence)
 		} else {
 			a.hashUndecided(fmt.Sprintf("root block id %d matches no scheme and seed the router knows (tried %s): "+
-				"a scheme it does not know, or ids random per process, which the same tokens named otherwise after a restart would show; "+
+				"a scheme it does not know, or ids random per process, which the same tokens named otherwise after a restart, "+
+				"or by another engine of the model with the same engine_hash, would show; "+
 				"name the engine's scheme and seed in engine_hash (SCHEME:SEED); if the engine runs without a fixed seed: %s",
 				st.WireID, candidatesText(hc.verifier.Candidates()), unstableFix))
 		}

@@ -180,6 +180,49 @@ func TestUnknownRootIsUnverifiableUntilARestartNamesItOtherwise(t *testing.T) {
 	}
 }
 
+// The other evidence of random ids: two engines that should agree (one
+// model, one engine_hash) name the same tokens otherwise. Engines of
+// another model or engine_hash setting, or ones that name alike (a
+// deterministic scheme kvrouter does not know), are no evidence.
+func TestUnknownRootIsUnstableWhenAnEngineThatShouldAgreeNamesItOtherwise(t *testing.T) {
+	// Warn mode: in enforce mode the index's own hash_mismatch (the same
+	// content under another name in one index) quarantines as well, which
+	// is not what is tested here.
+	f, logs := newVerifyFixture(t, nil)
+	models := map[uint64]string{1: "m", 2: "m", 3: "other", 4: "m", 5: "m2", 6: "m2"}
+	f.addWorkerHash(1, "m", "auto")
+	f.addWorkerHash(2, "m", "auto")
+	f.addWorkerHash(3, "other", "auto")      // another model
+	f.addWorkerHash(4, "m", "xxhash_cbor:7") // another engine_hash
+	f.addWorkerHash(5, "m2", "auto")         // with 6: one deterministic scheme kvrouter does not know
+	f.addWorkerHash(6, "m2", "auto")
+	prompt := tokens(10, 8)
+	unknown := randomRootEngine(t, enginehash.VLLMXXHash) // one root for both
+	f.send(src(5, "m2", 0), unknown.rootStore(t, prompt))
+	f.send(src(6, "m2", 0), unknown.rootStore(t, prompt))
+	for _, id := range []uint64{1, 3, 4} {
+		f.send(src(id, models[id], 0), randomRootEngine(t, enginehash.VLLMXXHash).rootStore(t, prompt))
+	}
+	for _, id := range []uint64{1, 3, 4, 5, 6} {
+		assert.Equal(t, VerdictUnverifiable, f.rankInfo(id, 0).EngineHash.Verdict, "worker %d: no engine that should agree disagrees", id)
+	}
+	assert.NotContains(t, logs.String(), "engine block ids unstable")
+
+	// Worker 2, of worker 1's model and engine_hash, names the same tokens
+	// otherwise.
+	f.send(src(2, "m", 0), randomRootEngine(t, enginehash.VLLMXXHash).rootStore(t, prompt))
+	eh := f.rankInfo(2, 0).EngineHash
+	assert.Equal(t, VerdictUnstable, eh.Verdict)
+	assert.Contains(t, eh.Reason, "worker 1 rank 0, of the same model and engine_hash (auto)")
+	assert.Contains(t, eh.Reason, "random per process")
+	assert.Contains(t, logs.String(), `"msg":"kvrouter: engine block ids unstable`)
+	// Worker 1's next root of that content, named otherwise than worker
+	// 2's, is the evidence for it as well.
+	f.send(src(1, "m", 0), randomRootEngine(t, enginehash.VLLMXXHash).rootStore(t, prompt))
+	assert.Equal(t, VerdictUnstable, f.rankInfo(1, 0).EngineHash.Verdict)
+	assert.Equal(t, VerdictUnverifiable, f.rankInfo(5, 0).EngineHash.Verdict, "engines that agree stay unverifiable")
+}
+
 func TestVerifiedWorkerRestartedWithRandomRootBecomesUnstable(t *testing.T) {
 	f, logs := newVerifyFixture(t, func(o *Options) { o.Mode = core.ModeEnforce })
 	f.addWorkerHash(1, "m", "auto")

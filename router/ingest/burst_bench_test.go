@@ -1,8 +1,6 @@
 package ingest
 
 import (
-	"context"
-	"encoding/binary"
 	"runtime"
 	"runtime/metrics"
 	"sync"
@@ -70,15 +68,10 @@ func burstQueueMemory(b *testing.B, queueBytes int) {
 	spec.Events, spec.BlocksPerEvent = 1, 512
 	payloads := ingesttest.NewGenerator(spec).Payloads(perEngine)
 	port := enginetest.FreePorts(b, engines)
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	pubs := make([]zmq4.Socket, engines)
+	pubs := make([]*ingesttest.Publisher, engines)
 	for i := range pubs {
-		pubs[i] = zmq4.NewPub(ctx)
-		if err := pubs[i].Listen(enginetest.TCP(port + i)); err != nil {
-			b.Fatal(err)
-		}
-		defer pubs[i].Close()
+		pubs[i] = ingesttest.NewPublisher(b)
+		pubs[i].Listen(enginetest.TCP(port + i))
 	}
 	h := &spinner{perBlock: 500 * time.Nanosecond}
 	s, err := New(Options{Handler: h, QueueBytes: queueBytes})
@@ -124,9 +117,8 @@ func burstQueueMemory(b *testing.B, queueBytes int) {
 		go func() {
 			defer senders.Done()
 			for j, p := range payloads {
-				var seq [8]byte
-				binary.BigEndian.PutUint64(seq[:], uint64(j))
-				if err := pubs[i].Send(zmq4.NewMsgFrom([]byte("kv"), seq[:], p)); err != nil {
+				// Not Publisher.Send: a failed send ends this goroutine, not the benchmark.
+				if err := pubs[i].Sock.Send(zmq4.NewMsgFrom([]byte("kv"), ingesttest.SeqFrame(uint64(j)), p)); err != nil {
 					return
 				}
 			}

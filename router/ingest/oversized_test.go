@@ -1,22 +1,19 @@
 package ingest
 
 import (
-	"context"
-	"encoding/binary"
 	"errors"
 	"io"
 	"log/slog"
 	"net"
-	"slices"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/go-zeromq/zmq4"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"github.com/vmihailenco/msgpack/v5"
 
+	"github.com/kvhash/kvhash/router/ingest/ingesttest"
 	"github.com/kvhash/kvhash/router/internal/logtest"
 	"github.com/kvhash/kvhash/router/zmqcap"
 	"github.com/kvhash/kvhash/router/zmqcap/zmqcaptest"
@@ -74,27 +71,23 @@ func batchPayload(t *testing.T, seq uint64, pad int) []byte {
 	return payload
 }
 
-func seqFrame(seq uint64) []byte { return binary.BigEndian.AppendUint64(nil, seq) }
-
-// realPublisher is a zmq4 PUB, as an engine's, that dials or binds ep.
-func realPublisher(t *testing.T, ep string, dial bool) zmq4.Socket {
+// realPublisher is a zmq4 PUB, as an engine's, that dials or binds ep,
+// once the subscriber has subscribed.
+func realPublisher(t *testing.T, ep string, dial bool) *ingesttest.Publisher {
 	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	pub := zmq4.NewPub(ctx, zmq4.WithLogger(slog.NewLogLogger(slog.DiscardHandler, slog.LevelDebug)))
-	t.Cleanup(func() { _ = pub.Close(); cancel() })
+	pub := ingesttest.NewPublisher(t)
 	if dial {
-		require.NoError(t, pub.Dial(ep))
+		pub.Dial(ep)
 	} else {
-		require.NoError(t, pub.Listen(ep))
+		pub.Listen(ep)
 	}
-	require.Eventually(t, func() bool { return slices.Contains(pub.(zmq4.Topics).Topics(), "") },
-		10*time.Second, 10*time.Millisecond, "the subscriber subscribes")
+	pub.WaitSubscribed()
 	return pub
 }
 
-func publish(t *testing.T, pub zmq4.Socket, seq uint64) {
+func publish(t *testing.T, pub *ingesttest.Publisher, seq uint64) {
 	t.Helper()
-	require.NoError(t, pub.Send(zmq4.NewMsgFrom([]byte("kv"), seqFrame(seq), batchPayload(t, seq, 0))))
+	pub.Send("kv", seq, batchPayload(t, seq, 0))
 }
 
 // attack sends the bytes to conn: the greeting and READY of a
@@ -191,7 +184,7 @@ func TestMessageCapBoundary(t *testing.T) {
 	sized := func(seq uint64, counted int) [][]byte {
 		base := batchPayload(t, seq, 300)
 		payload := batchPayload(t, seq, 300+counted-(2+8+len(base)+3*zmqcap.FrameOverhead))
-		frames := [][]byte{[]byte("kv"), seqFrame(seq), payload}
+		frames := [][]byte{[]byte("kv"), ingesttest.SeqFrame(seq), payload}
 		require.Equal(t, counted, 2+8+len(payload)+3*zmqcap.FrameOverhead)
 		return frames
 	}

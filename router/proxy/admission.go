@@ -29,8 +29,12 @@ const (
 	DefaultQueueTimeout = 5 * time.Second
 )
 
-// errSaturated: every engine the request could go to is at its slots.
-var errSaturated = errors.New("every engine is at its limit")
+// ErrSaturated: every engine the request could go to is at its slots
+// (Admit's error wraps it; router/epp's ErrSaturated is this error).
+var ErrSaturated = errors.New("every engine is at its limit")
+
+// errSaturated: the proxy's own name for it.
+var errSaturated = ErrSaturated
 
 // admission is the queue of requests waiting for an engine's slot, one
 // FIFO a model (a slot freed on an engine of model m can serve only a
@@ -177,7 +181,3 @@ func (p *Proxy) saturated(w http.ResponseWriter, model, format string, args ...a
 
 // retryAfterSeconds: a second is many requests' time on an engine.
 const retryAfterSeconds = 1
-
-// hasSlot reports whether the proxy may send one more request to worker
-// id (p.mu held).
-func (p *Proxy) hasSlotLocked(id uint64) bool { return p.inflight[id] < p.opts.EngineSlots }

@@ -65,7 +65,7 @@ func (p *Proxy) CheckHealth() {
 	// p.baseURLs under p.mu while the scrape runs.
 	scrape := maps.Clone(urls)
 	p.mu.Lock()
-	p.baseURLs = urls
+	p.baseURLs.Store(&urls)
 	p.mu.Unlock()
 	p.scrapeMetrics(scrape)
 }

@@ -81,9 +81,9 @@ func TestOverloadIsAnswered429Quickly(t *testing.T) {
 	const (
 		engines, slots = 2, 4
 		clients        = 64 // at once, each sending requests back to back
-		perClient      = 8
+		perClient      = 40 // ~400 served (the p99's samples), the rest 429
 		queueTimeout   = 150 * time.Millisecond
-		hold           = 60 * time.Millisecond // an engine's answer
+		hold           = 20 * time.Millisecond // an engine's answer
 	)
 	ix, err := indexer.New(indexer.Options{BlockSize: 4})
 	require.NoError(t, err)
@@ -192,16 +192,22 @@ func TestOverloadIsAnswered429Quickly(t *testing.T) {
 	}
 	assert.Equal(t, uint64(statuses[http.StatusTooManyRequests]), rejected)
 	t.Logf("route p50 %.0f µs, p99 %.0f µs", snap.RouteP50Us, snap.RouteP99Us)
-	// A decision that waited behind the proxy's I/O would take at least an
-	// engine's answer (hold) after waiting its turn: the decisions' p50
-	// is far below it, their p99 below two (a busy machine's pauses).
-	// (What a decision costs, under a millisecond at p99 with every
-	// engine saturated, is BenchmarkRouteWhileSaturated's to measure: a
-	// tighter bound here would measure the machine's load.)
+	// The decisions as the proxy reports them (X-Kvrouter-Route-Us, the
+	// dashboard): a decision never waits behind the proxy's I/O or the
+	// accounting of requests that end, and allocates next to nothing
+	// (TestPickAllocatesAlmostNothing), so its p99 stays under a
+	// millisecond with every engine saturated and the CPU too. Under the
+	// race detector (make test's go-test, beside other packages' tests)
+	// every memory access is checked and pauses of 30 ms were seen: there
+	// the bound only catches decisions serialized behind many requests'
+	// I/O (a dozen engine answers); the millisecond is checked by make
+	// test's route-p99 step, this test alone without the detector.
 	assert.Less(t, snap.RouteP50Us, float64(hold.Microseconds())/20, "route p50 (µs) with every engine saturated")
-	if !raceDetector { // its checks stretch a collection's pauses tenfold
-		assert.Less(t, snap.RouteP99Us, float64(2*hold.Microseconds()), "route p99 (µs) with every engine saturated")
+	p99Bound := 1000.0
+	if raceDetector {
+		p99Bound = float64(12 * hold.Microseconds())
 	}
+	assert.Less(t, snap.RouteP99Us, p99Bound, "route p99 (µs) with every engine saturated")
 	assert.Zero(t, px.Waiting(), "the admission queue drains")
 	assert.Zero(t, rt.Stats().ActiveRequests)
 }

@@ -77,14 +77,12 @@ func (p *Proxy) pickPeer(pol Policy, req clientRequest, tokens []uint32) (target
 	}
 	p.peers.metricsMu.Lock()
 	reachable := len(rows)
-	p.mu.Lock()
 	for i := range rows {
 		id := rows[i].Worker.ID
-		rows[i].Requests, rows[i].Metrics = p.inflight[id], p.peers.metrics[id]
+		rows[i].Requests, rows[i].Metrics = p.slots.inUse(id), p.peers.metrics[id]
 	}
 	// Only the workers with a free slot (backpressure, admission.go).
-	rows = slices.DeleteFunc(rows, func(r policy.Row) bool { return !p.hasSlotLocked(r.Worker.ID) })
-	p.mu.Unlock()
+	rows = slices.DeleteFunc(rows, func(r policy.Row) bool { return !p.slots.free(r.Worker.ID) })
 	p.peers.metricsMu.Unlock()
 	if reachable == 0 {
 		return target{}, unavailable("no_worker", "model %q has no healthy worker with a base_url", req.Model)
@@ -121,11 +119,14 @@ func (p *Proxy) pickPeer(pol Policy, req clientRequest, tokens []uint32) (target
 	}
 	w := rows[i].Worker.ID
 	tracker, _ := inst.(policy.Tracker)
+	if !p.slots.take(w) {
+		if tracker != nil {
+			tracker.Free(id)
+		}
+		return target{}, errSaturated // another request took its last slot meanwhile
+	}
 	p.peers.tokens[w] += len(tokens)
-	p.mu.Lock()
-	p.inflight[w]++
-	u := p.baseURLs[w]
-	p.mu.Unlock()
+	u := p.baseURL(w)
 	return target{WorkerID: w, BaseURL: u, Model: req.Model, RequestID: id, tracker: tracker, promptTokens: len(tokens)}, nil
 }
 

@@ -73,13 +73,20 @@ func (p *Proxy) pick(pol Policy, req clientRequest, tokens []uint32) (target, er
 		t.peer = true
 		return t, err
 	}
-	cands, err := p.ix.Candidates(key)
+	sc, ok := p.baselineBufs.Get()
+	if !ok {
+		sc = new(baselineScratch)
+	}
+	defer p.baselineBufs.Put(sc)
+	cands, err := p.ix.AppendCandidates(sc.cands[:0], key)
 	if err != nil {
 		return target{}, routeError(err)
 	}
+	sc.cands = cands
 	// Ranks of one worker share its base URL: the baselines choose among
 	// workers, as a plain load balancer does.
-	ids := make([]uint64, 0, len(cands))
+	ids := sc.ids[:0]
+	defer func() { sc.ids = ids }()
 	for _, c := range cands {
 		if len(ids) > 0 && ids[len(ids)-1] == c.Worker.ID {
 			continue
@@ -91,13 +98,13 @@ func (p *Proxy) pick(pol Policy, req clientRequest, tokens []uint32) (target, er
 	if len(ids) == 0 {
 		return target{}, unavailable("no_worker", "model %q has no healthy worker with a base_url", req.Model)
 	}
-	p.mu.Lock()
-	defer p.mu.Unlock()
 	// Only the workers with a free slot (backpressure, admission.go).
-	ids = slices.DeleteFunc(ids, func(id uint64) bool { return !p.hasSlotLocked(id) })
+	ids = slices.DeleteFunc(ids, func(id uint64) bool { return !p.slots.free(id) })
 	if len(ids) == 0 {
 		return target{}, errSaturated
 	}
+	p.mu.Lock() // the rng
+	defer p.mu.Unlock()
 	var id uint64
 	switch pol {
 	case PolicyRoundRobin:
@@ -107,7 +114,7 @@ func (p *Proxy) pick(pol Policy, req clientRequest, tokens []uint32) (target, er
 	case PolicyLeastLoaded:
 		best, ties := -1, 0
 		for _, c := range ids {
-			n := p.inflight[c]
+			n := p.slots.inUse(c)
 			switch {
 			case best < 0 || n < best:
 				best, ties, id = n, 1, c
@@ -122,28 +129,27 @@ func (p *Proxy) pick(pol Policy, req clientRequest, tokens []uint32) (target, er
 	default:
 		return target{}, badRequest("invalid_policy", "unknown policy %q", pol)
 	}
-	p.inflight[id]++
-	return target{WorkerID: id, BaseURL: p.baseURLs[id], Model: req.Model}, nil
+	if !p.slots.take(id) {
+		return target{}, errSaturated // another request took its last slot meanwhile
+	}
+	return target{WorkerID: id, BaseURL: p.baseURL(id), Model: req.Model}, nil
 }
 
 func (p *Proxy) pickKV(req clientRequest, tokens []uint32) (target, error) {
 	// The router names the request: a name the proxy made up could be one
-	// a client of /v1/route already uses.
-	// Only the workers it can forward to: a worker registered without a
-	// base_url is a candidate for /v1/route's clients, not for the proxy.
-	// And only those with a free slot (backpressure, admission.go).
-	reachable := func(id uint64) bool {
-		if p.baseURL(id) == "" {
-			return false
-		}
-		p.mu.RLock()
-		defer p.mu.RUnlock()
-		return p.hasSlotLocked(id)
-	}
-	d, err := p.rt.Route(route.Request{Model: req.Model, TokenIDs: tokens, CacheSalt: req.CacheSalt, Eligible: reachable,
+	// a client of /v1/route already uses. Only the workers the proxy can
+	// forward to now are candidates (p.reachable).
+	buf, _ := p.candidateBufs.Get()
+	d, err := p.rt.RouteAppend(buf, route.Request{Model: req.Model, TokenIDs: tokens, CacheSalt: req.CacheSalt, Eligible: p.reachable,
 		// The proxy frees what it forwards when the answer ends: a stream
 		// longer than the request TTL still counts as load.
 		Held: true})
+	if d.Candidates != nil {
+		buf = d.Candidates // grown
+	}
+	if cap(buf) > 0 {
+		p.candidateBufs.Put(buf[:0]) // only the choice is used
+	}
 	if errors.Is(err, route.ErrNoCandidates) && p.anyReachable(req.Model) {
 		return target{}, errSaturated
 	}
@@ -153,19 +159,22 @@ func (p *Proxy) pickKV(req clientRequest, tokens []uint32) (target, error) {
 	id := d.RequestID
 	u := p.baseURL(d.WorkerID)
 	if u == "" {
-		p.rt.Free(id)
+		p.rt.FreeNoWait(id)
 		return target{}, unavailable("no_base_url", "worker %d was chosen but was registered without a base_url: register engines with base_url to proxy to them", d.WorkerID)
 	}
-	p.mu.Lock()
-	if !p.hasSlotLocked(d.WorkerID) {
+	if !p.slots.take(d.WorkerID) {
 		// Another request took its last slot since the route looked.
-		p.mu.Unlock()
-		p.rt.Free(id)
+		p.rt.FreeNoWait(id)
 		return target{}, errSaturated
 	}
-	p.inflight[d.WorkerID]++
-	p.mu.Unlock()
 	return target{WorkerID: d.WorkerID, BaseURL: u, Model: req.Model, RequestID: id, Overlap: d.OverlapBlocks}, nil
+}
+
+// baselineScratch: a baseline decision's buffers, reused (see
+// Proxy.candidateBufs).
+type baselineScratch struct {
+	cands []indexer.Candidate
+	ids   []uint64
 }
 
 // prefillDone marks the request's prefill done (first token).
@@ -174,7 +183,7 @@ func (p *Proxy) prefillDone(t target) {
 	case t.tracker != nil:
 		t.tracker.PrefillDone(t.RequestID)
 	case t.RequestID != "" && !t.peer:
-		p.rt.PrefillDone(t.RequestID)
+		p.rt.PrefillDoneNoWait(t.RequestID)
 	}
 }
 
@@ -184,15 +193,9 @@ func (p *Proxy) release(t target) {
 	case t.peer:
 		p.releasePeer(t)
 	case t.RequestID != "":
-		p.rt.Free(t.RequestID)
+		p.rt.FreeNoWait(t.RequestID)
 	}
-	p.mu.Lock()
-	if p.inflight[t.WorkerID] <= 1 {
-		delete(p.inflight, t.WorkerID)
-	} else {
-		p.inflight[t.WorkerID]--
-	}
-	p.mu.Unlock()
+	p.slots.give(t.WorkerID)
 	p.adm.wakeOne(t.Model) // its slot is free
 }
 

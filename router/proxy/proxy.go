@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"math/rand/v2"
 	"net"
 	"net/http"
@@ -14,6 +15,7 @@ import (
 	"time"
 
 	"github.com/kvhash/kvhash/router/indexer"
+	"github.com/kvhash/kvhash/router/internal/freelist"
 	"github.com/kvhash/kvhash/router/internal/netguard"
 	"github.com/kvhash/kvhash/router/route"
 )
@@ -71,6 +73,9 @@ type Options struct {
 	QueueTimeout time.Duration
 }
 
+// candidateBufsKept: decisions at once whose candidate lists are kept.
+const candidateBufsKept = 64
+
 // sideConnsPerEngine bounds the health checks' and /tokenize's
 // connections to one engine.
 const sideConnsPerEngine = 32
@@ -94,12 +99,24 @@ type Proxy struct {
 
 	rrNext atomic.Uint64
 
-	mu       sync.RWMutex // reads on every route (baseURL, slots): shared
-	rng      *rand.Rand
-	inflight map[uint64]int
+	// slots: each engine's requests in flight (backpressure), read and
+	// taken without a lock by the routing decision.
+	slots *engineSlots
+	// reachable is the routing decision's Eligible: made once, so a
+	// decision does not allocate a closure (an allocation may make its
+	// goroutine assist the garbage collector, and wait).
+	reachable func(id uint64) bool
+	// candidateBufs: the decisions' candidate lists, reused (the proxy
+	// uses only the choice), for the same reason.
+	candidateBufs *freelist.List[[]route.Candidate]
+	baselineBufs  *freelist.List[*baselineScratch]
 	// baseURLs caches each worker's base URL (refreshed by the poller),
-	// so the request path never builds a full WorkerInfo.
-	baseURLs map[uint64]string
+	// so the request path never builds a full WorkerInfo; copy-on-write,
+	// read without a lock.
+	baseURLs atomic.Pointer[map[uint64]string]
+
+	mu       sync.Mutex
+	rng      *rand.Rand
 	failures map[uint64]int // consecutive failed health checks
 	peers    *peers         // the peers' policies (peers.go)
 
@@ -165,17 +182,24 @@ func New(opts Options) (*Proxy, error) {
 		st.MaxConnsPerHost, st.MaxIdleConnsPerHost = sideConnsPerEngine, sideConnsPerEngine
 		side = &http.Client{Transport: st}
 	}
-	return &Proxy{
+	p := &Proxy{
 		opts: opts, ix: opts.Indexer, rt: opts.Router, log: opts.Logger, client: client, side: side,
-		stats:    newStats(time.Now),
-		adm:      admission{queues: map[string][]*waiter{}},
-		rng:      rand.New(rand.NewPCG(rand.Uint64(), rand.Uint64())),
-		inflight: map[uint64]int{},
-		baseURLs: map[uint64]string{},
-		failures: map[uint64]int{},
-		peers:    newPeers(),
-		stop:     make(chan struct{}),
-	}, nil
+		stats:         newStats(time.Now),
+		adm:           admission{queues: map[string][]*waiter{}},
+		slots:         newEngineSlots(opts.EngineSlots),
+		candidateBufs: freelist.New[[]route.Candidate](candidateBufsKept),
+		baselineBufs:  freelist.New[*baselineScratch](candidateBufsKept),
+		rng:           rand.New(rand.NewPCG(rand.Uint64(), rand.Uint64())),
+		failures:      map[uint64]int{},
+		peers:         newPeers(),
+		stop:          make(chan struct{}),
+	}
+	p.baseURLs.Store(&map[uint64]string{})
+	// Only the workers it can forward to (a worker registered without a
+	// base_url is a candidate for /v1/route's clients, not for the
+	// proxy), and only those with a free slot (admission.go).
+	p.reachable = func(id uint64) bool { return p.slots.free(id) && p.baseURL(id) != "" }
+	return p, nil
 }
 
 // Stats is the proxy's per-policy bookkeeping (the dashboard's).
@@ -198,24 +222,11 @@ func (p *Proxy) Close() error {
 }
 
 // Inflight returns the requests in flight through the proxy per worker.
-func (p *Proxy) Inflight() map[uint64]int {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	out := make(map[uint64]int, len(p.inflight))
-	for id, n := range p.inflight {
-		if n > 0 {
-			out[id] = n
-		}
-	}
-	return out
-}
+func (p *Proxy) Inflight() map[uint64]int { return p.slots.busy() }
 
 // baseURL returns a worker's base URL, from the cache or the indexer.
 func (p *Proxy) baseURL(id uint64) string {
-	p.mu.RLock()
-	u, ok := p.baseURLs[id]
-	p.mu.RUnlock()
-	if ok {
+	if u, ok := (*p.baseURLs.Load())[id]; ok {
 		return u
 	}
 	info, found := p.ix.Worker(id)
@@ -223,7 +234,9 @@ func (p *Proxy) baseURL(id uint64) string {
 		return ""
 	}
 	p.mu.Lock()
-	p.baseURLs[id] = info.Spec.BaseURL
+	m := maps.Clone(*p.baseURLs.Load())
+	m[id] = info.Spec.BaseURL
+	p.baseURLs.Store(&m)
 	p.mu.Unlock()
 	return info.Spec.BaseURL
 }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/kvhash/kvhash/core"
 	"github.com/kvhash/kvhash/router/indexer"
+	"github.com/kvhash/kvhash/router/internal/freelist"
 )
 
 // loadTable tracks the requests routed and not yet freed, and per rank
@@ -43,7 +44,17 @@ type loadTable struct {
 	fleet  *ttftModel // the predicted-TTFT coefficients, from every rank's observations
 	// rateEpoch: the time the ranks' scaled rates are relative to.
 	rateEpoch time.Time
+	// spare: ended held requests' records and block lists, for the next
+	// decisions (see addInto); nil keeps none.
+	spare *freelist.List[*request]
 }
+
+// Spare records are kept up to spareRequests, and only with block lists
+// up to spareBlocksMax long (a few long prompts must not pin memory).
+const (
+	spareRequests  = 256
+	spareBlocksMax = 4096
+)
 
 type request struct {
 	slot          int32
@@ -53,6 +64,9 @@ type request struct {
 	// held: the request never expires (its caller frees it); it has no
 	// order entry.
 	held bool
+	// lent: blocks went to the load observer, which may keep them (the
+	// record is not reused).
+	lent bool
 	// The predicted-TTFT observation: the work ahead of the request plus
 	// its own (uncached tokens) and the rank's decode state when it was
 	// routed; prefilling until its first token.
@@ -187,9 +201,17 @@ func (t *loadTable) slot(w core.Worker) int32 {
 
 // add records a request's load; held requests never expire.
 func (t *loadTable) add(id string, w core.Worker, prefillTokens uint64, seq []uint64, now time.Time, held bool) {
+	t.addInto(new(request), id, w, prefillTokens, seq, now, held)
+}
+
+// addInto is add with the request's record allocated by the caller (a
+// decision allocates it before it takes the router's lock: an allocation
+// may make its goroutine assist the garbage collector, and wait, and
+// every other decision would wait with it).
+func (t *loadTable) addInto(rq *request, id string, w core.Worker, prefillTokens uint64, seq []uint64, now time.Time, held bool) {
 	s := t.slot(w)
 	rl0 := t.ranks[s]
-	rq := &request{slot: s, prefillTokens: prefillTokens, blocks: seq, at: now, held: held,
+	*rq = request{slot: s, prefillTokens: prefillTokens, blocks: seq, at: now, held: held,
 		work: rl0.prefillTokens + prefillTokens, decode: decodeFactor(rl0.requests, rl0.prefilling),
 		waiting: rl0.gauges.waitingNow(rl0.requests, now), prefilling: true}
 	rl0.prefilling++
@@ -314,8 +336,14 @@ func (t *loadTable) release(id string) bool {
 		}
 	}
 	// Its order entry may outlive it (dead entries are dropped in bulk):
-	// the entry must not keep its blocks.
-	rq.blocks = nil
+	// the entry must not keep its blocks. A held request has no entry:
+	// its record and blocks can serve another decision.
+	if rq.held && !rq.lent && t.spare != nil && cap(rq.blocks) <= spareBlocksMax {
+		*rq = request{blocks: rq.blocks[:0]}
+		t.spare.Put(rq)
+	} else {
+		rq.blocks = nil
+	}
 	if rl.blocksPeak.shrunk(len(rl.blocks)) {
 		rl.blocks = rebuilt(rl.blocks)
 	}

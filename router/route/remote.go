@@ -71,8 +71,8 @@ func remoteKey(owner, id string) string { return "\x00r\x00" + owner + "\x00" + 
 // it was added.
 func (r *Router) AddRemote(owner, id string, w core.Worker, prefillTokens uint64, blocks []uint64) bool {
 	key := remoteKey(owner, id)
-	r.mu.Lock()
-	defer r.mu.Unlock()
+	r.lock()
+	defer r.unlock()
 	if r.load.has(key) {
 		return false
 	}
@@ -100,16 +100,16 @@ func (r *Router) AddRemote(owner, id string, w core.Worker, prefillTokens uint64
 
 // PrefillDoneRemote marks another replica's request's prefill done.
 func (r *Router) PrefillDoneRemote(owner, id string) bool {
-	r.mu.Lock()
-	defer r.mu.Unlock()
+	r.lock()
+	defer r.unlock()
 	return r.load.prefillDone(remoteKey(owner, id))
 }
 
 // FreeRemote ends another replica's request.
 func (r *Router) FreeRemote(owner, id string) bool {
 	key := remoteKey(owner, id)
-	r.mu.Lock()
-	defer r.mu.Unlock()
+	r.lock()
+	defer r.unlock()
 	delete(r.remote.owners[owner], key)
 	return r.load.free(key)
 }
@@ -118,8 +118,8 @@ func (r *Router) FreeRemote(owner, id string) bool {
 // restarted: its old requests are gone with it) and returns how many were
 // still active.
 func (r *Router) ExpireOwner(owner string) int {
-	r.mu.Lock()
-	defer r.mu.Unlock()
+	r.lock()
+	defer r.unlock()
 	n := 0
 	for key := range r.remote.owners[owner] {
 		if r.load.free(key) {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/kvhash/kvhash/core"
 	"github.com/kvhash/kvhash/router/indexer"
+	"github.com/kvhash/kvhash/router/internal/freelist"
 )
 
 // DefaultRequestTTL: how long a routed request that is never freed counts
@@ -97,9 +98,12 @@ type scratch struct {
 	local    []uint64
 	cands    []indexer.Candidate
 	overlaps []indexer.Overlap
+	sortKeys []costKey
+	sortTmp  []Candidate
 }
 
-var scratchPool = sync.Pool{New: func() any { return new(scratch) }}
+// scratchKept: Route calls at once whose buffers are kept for reuse.
+const scratchKept = 64
 
 // Router chooses workers with Dynamo's cost and tracks each worker
 // rank's active load. It is safe for concurrent use.
@@ -109,6 +113,9 @@ type Router struct {
 	ttl    time.Duration
 	now    func() time.Time
 	nextID atomic.Uint64
+	// scratch: Route's buffers, kept across garbage collections (see
+	// router/internal/freelist).
+	scratch *freelist.List[*scratch]
 
 	mu       sync.Mutex
 	rng      *rand.Rand
@@ -120,9 +127,12 @@ type Router struct {
 	slotCaches map[indexer.ModelKey]*slotCache
 	depth      []uint32
 	alive      []uint64
-	sortKeys   []costKey
-	sortTmp    []Candidate
 	remote     remoteState // replicas' load sync (remote.go)
+
+	// pending: reports queued while mu was taken (nowait.go);
+	// pendingSpare: the applied queue's memory, reused (mu held).
+	pending      pendingOps
+	pendingSpare []pendingOp
 }
 
 // New returns a Router over an Indexer.
@@ -153,10 +163,12 @@ func New(ix *indexer.Indexer, opts Options) (*Router, error) {
 	}
 	rt := &Router{
 		ix: ix, params: p, ttl: opts.RequestTTL, now: opts.Now,
-		rng:  rand.New(rand.NewPCG(seed, seed^0x9E3779B97F4A7C15)),
-		load: newLoadTable(), slotCaches: map[indexer.ModelKey]*slotCache{},
+		rng:     rand.New(rand.NewPCG(seed, seed^0x9E3779B97F4A7C15)),
+		scratch: freelist.New[*scratch](scratchKept),
+		load:    newLoadTable(), slotCaches: map[indexer.ModelKey]*slotCache{},
 	}
 	rt.load.prior, rt.load.fleet = prior, newTTFTModel(prior)
+	rt.load.spare = freelist.New[*request](spareRequests)
 	return rt, nil
 }
 
@@ -177,8 +189,11 @@ func (r *Router) RouteAppend(dst []Candidate, req Request) (Decision, error) {
 		return Decision{}, fmt.Errorf("route: %w", err)
 	}
 	key := indexer.ModelKey{Model: req.Model, Tenant: req.Tenant}
-	sc := scratchPool.Get().(*scratch)
-	defer scratchPool.Put(sc)
+	sc, ok := r.scratch.Get()
+	if !ok {
+		sc = new(scratch)
+	}
+	defer r.scratch.Put(sc)
 	local, err := r.ix.AppendPromptHashes(sc.local[:0], req.TokenIDs, indexer.PromptOptions{LoraName: req.LoraName, CacheSalt: req.CacheSalt})
 	if err != nil {
 		return Decision{}, fmt.Errorf("route: %w", err)
@@ -203,74 +218,93 @@ func (r *Router) RouteAppend(dst []Candidate, req Request) (Decision, error) {
 		return Decision{}, fmt.Errorf("route: %w", err)
 	}
 	sc.overlaps = overlaps
-	// The sequence hashes are kept with the request (its load): a fresh
-	// slice, not scratch.
-	seq := core.SequenceHashes(local)
+	// What the decision keeps is allocated before it takes the lock (see
+	// loadTable.addInto), or reused: the request's record, its sequence
+	// hashes (its load) and its name.
+	rq, ok := r.load.spare.Get()
+	if !ok {
+		rq = new(request)
+	}
+	seq := core.AppendSequenceHashes(rq.blocks[:0], local)
 	id := req.RequestID
 	blockSize := r.ix.BlockSize()
 
 	out := slices.Grow(dst[:0], len(cands))[:len(cands)]
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.expireLocked(r.now())
-	if id == "" {
-		id = r.newIDLocked()
-	} else if r.load.has(id) {
-		return Decision{}, fmt.Errorf("route: %w: %q", ErrDuplicateRequest, id)
+	named := id != ""
+	if !named {
+		id = r.newID()
 	}
-	cache := r.slotCaches[key]
-	if cache == nil {
-		cache = &slotCache{}
-		r.slotCaches[key] = cache
-	}
-	slots := r.load.slotsFor(cache, cands)
-	r.depth, r.alive = r.load.depths(seq, r.depth, r.alive)
-	ttft := p.Cost == CostTTFT
-	var now time.Time
-	if ttft {
-		now = r.now()
-	}
-	oi := 0
-	for i, c := range cands {
-		// Both lists are sorted by worker: merge.
-		for oi < len(overlaps) && overlaps[oi].Worker.Compare(c.Worker) < 0 {
-			oi++
+	// The decision under the lock; sorting the candidates for the answer
+	// is left until after it (the lock is every decision's).
+	chosen, err := func() (Candidate, error) {
+		r.lock()
+		defer r.unlock()
+		r.expireLocked(r.now())
+		if r.load.has(id) {
+			if named {
+				r.load.spare.Put(rq)
+				return Candidate{}, fmt.Errorf("route: %w: %q", ErrDuplicateRequest, id)
+			}
+			id = r.newIDLocked() // a client named a request "kvr-N" (rare)
 		}
-		var ov uint32
-		if oi < len(overlaps) && overlaps[oi].Worker == c.Worker && c.State == indexer.StateLive {
-			ov = overlaps[oi].Blocks
+		cache := r.slotCaches[key]
+		if cache == nil {
+			cache = &slotCache{}
+			r.slotCaches[key] = cache
 		}
-		var depth uint32
-		if s := slots[i]; s >= 0 {
-			depth = r.depth[s]
-		}
+		slots := r.load.slotsFor(cache, cands)
+		r.depth, r.alive = r.load.depths(seq, r.depth, r.alive)
+		ttft := p.Cost == CostTTFT
+		var now time.Time
 		if ttft {
-			r.predictLocked(&out[i], c, slots[i], cache.models[i], ov, depth, len(req.TokenIDs), blockSize, now)
-			continue
+			now = r.now()
 		}
-		l := r.load.projected(slots[i], depth, len(seq))
-		cost, prefill := Cost(p, blockSize, l, len(req.TokenIDs), ov)
-		out[i] = Candidate{
-			WorkerID: c.Worker.ID, DPRank: c.Worker.DPRank, OverlapBlocks: ov, Cost: cost,
-			State: c.State, PrefillBlocks: prefill, DecodeBlocks: l.DecodeBlocks,
+		oi := 0
+		for i, c := range cands {
+			// Both lists are sorted by worker: merge.
+			for oi < len(overlaps) && overlaps[oi].Worker.Compare(c.Worker) < 0 {
+				oi++
+			}
+			var ov uint32
+			if oi < len(overlaps) && overlaps[oi].Worker == c.Worker && c.State == indexer.StateLive {
+				ov = overlaps[oi].Blocks
+			}
+			var depth uint32
+			if s := slots[i]; s >= 0 {
+				depth = r.depth[s]
+			}
+			if ttft {
+				r.predictLocked(&out[i], c, slots[i], cache.models[i], ov, depth, len(req.TokenIDs), blockSize, now)
+				continue
+			}
+			l := r.load.projected(slots[i], depth, len(seq))
+			cost, prefill := Cost(p, blockSize, l, len(req.TokenIDs), ov)
+			out[i] = Candidate{
+				WorkerID: c.Worker.ID, DPRank: c.Worker.DPRank, OverlapBlocks: ov, Cost: cost,
+				State: c.State, PrefillBlocks: prefill, DecodeBlocks: l.DecodeBlocks,
+			}
 		}
+		var pick int
+		if ttft && p.Temperature == 0 {
+			pick = r.pickTTFTLocked(out, slots)
+		} else {
+			pick = r.pickLocked(out, p.Temperature)
+		}
+		chosen := out[pick]
+		newTokens := max(0, len(req.TokenIDs)-int(chosen.OverlapBlocks)*blockSize)
+		if ttft {
+			newTokens = max(0, len(req.TokenIDs)-chosen.TTFT.CachedTokens)
+		}
+		r.load.addInto(rq, id, core.Worker{ID: chosen.WorkerID, DPRank: chosen.DPRank}, uint64(newTokens), seq, r.now(), req.Held)
+		rq.lent = r.remote.observer.Load() != nil
+		r.notifyLocked(LoadEvent{Op: LoadRouted, RequestID: id, Worker: core.Worker{ID: chosen.WorkerID, DPRank: chosen.DPRank},
+			PrefillTokens: uint64(newTokens), Blocks: seq})
+		return chosen, nil
+	}()
+	if err != nil {
+		return Decision{}, err
 	}
-	var pick int
-	if ttft && p.Temperature == 0 {
-		pick = r.pickTTFTLocked(out, slots)
-	} else {
-		pick = r.pickLocked(out, p.Temperature)
-	}
-	chosen := out[pick]
-	newTokens := max(0, len(req.TokenIDs)-int(chosen.OverlapBlocks)*blockSize)
-	if ttft {
-		newTokens = max(0, len(req.TokenIDs)-chosen.TTFT.CachedTokens)
-	}
-	r.load.add(id, core.Worker{ID: chosen.WorkerID, DPRank: chosen.DPRank}, uint64(newTokens), seq, r.now(), req.Held)
-	r.notifyLocked(LoadEvent{Op: LoadRouted, RequestID: id, Worker: core.Worker{ID: chosen.WorkerID, DPRank: chosen.DPRank},
-		PrefillTokens: uint64(newTokens), Blocks: seq})
-
-	r.sortKeys, r.sortTmp = sortCandidates(out, r.sortKeys, r.sortTmp)
+	sc.sortKeys, sc.sortTmp = sortCandidates(out, sc.sortKeys, sc.sortTmp)
 	return Decision{
 		WorkerID: chosen.WorkerID, DPRank: chosen.DPRank, OverlapBlocks: chosen.OverlapBlocks,
 		Cost: chosen.Cost, RequestID: id, Candidates: out,
@@ -282,21 +316,27 @@ func (r *Router) RouteAppend(dst []Candidate, req Request) (Decision, error) {
 // name, "kvr-3" too).
 func (r *Router) newIDLocked() string {
 	for {
-		id := "kvr-" + strconv.FormatUint(r.nextID.Add(1), 10)
-		if !r.load.has(id) {
+		if id := r.newID(); !r.load.has(id) {
 			return id
 		}
 	}
 }
+
+// newID is the next "kvr-N"; newIDLocked checks it is free.
+func (r *Router) newID() string { return "kvr-" + strconv.FormatUint(r.nextID.Add(1), 10) }
 
 // PrefillDone marks a request's prefill done: its tokens stop counting as
 // prefill load (its blocks still count), and the time since it was routed
 // is one observation of its rank's predicted-TTFT model (predict.go). It
 // reports whether the request was active.
 func (r *Router) PrefillDone(id string) bool {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.load.observe(id, r.now())
+	r.lock()
+	defer r.unlock()
+	return r.prefillDoneLocked(id, r.now())
+}
+
+func (r *Router) prefillDoneLocked(id string, now time.Time) bool {
+	r.load.observe(id, now)
 	ok := r.load.prefillDone(id)
 	if ok {
 		r.notifyLocked(LoadEvent{Op: LoadPrefillDone, RequestID: id})
@@ -307,8 +347,12 @@ func (r *Router) PrefillDone(id string) bool {
 // Free ends a request: its load is gone. It reports whether the request
 // was active.
 func (r *Router) Free(id string) bool {
-	r.mu.Lock()
-	defer r.mu.Unlock()
+	r.lock()
+	defer r.unlock()
+	return r.freeLocked(id)
+}
+
+func (r *Router) freeLocked(id string) bool {
 	ok := r.load.free(id)
 	if ok {
 		r.notifyLocked(LoadEvent{Op: LoadFreed, RequestID: id})
@@ -320,8 +364,8 @@ func (r *Router) Free(id string) bool {
 // Route also does it; a server calls it periodically so idle routers
 // release load too.
 func (r *Router) Expire() int {
-	r.mu.Lock()
-	defer r.mu.Unlock()
+	r.lock()
+	defer r.unlock()
 	return r.expireLocked(r.now())
 }
 
@@ -348,7 +392,7 @@ type LoadStats struct {
 
 // Stats returns the active load.
 func (r *Router) Stats() LoadStats {
-	r.mu.Lock()
-	defer r.mu.Unlock()
+	r.lock()
+	defer r.unlock()
 	return LoadStats{ActiveRequests: r.load.active(), Expired: r.expired, Workers: r.load.workers()}
 }

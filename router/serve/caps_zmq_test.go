@@ -1,15 +1,12 @@
 package serve
 
 import (
-	"context"
-	"encoding/binary"
 	"fmt"
 	"log/slog"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/go-zeromq/zmq4"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -34,42 +31,12 @@ func newZMQTestServer(t *testing.T, cfg config.Config) *testServer {
 	return &testServer{t: t, srv: srv, ts: ts}
 }
 
-// testPub is an engine's PUB socket: it binds (listen) or connects to a
-// router's bound endpoint (dial).
-type testPub struct {
-	t    *testing.T
-	sock zmq4.Socket
-}
-
-func newTestPub(t *testing.T) *testPub {
-	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	p := &testPub{t: t, sock: zmq4.NewPub(ctx, zmq4.WithLogger(slog.NewLogLogger(slog.DiscardHandler, slog.LevelError)))}
-	t.Cleanup(func() { cancel(); _ = p.sock.Close() })
-	return p
-}
-
 // payload is one vLLM batch of one 2-block store (at the test block size)
 // naming dpRank; seed makes its blocks distinct.
 func payload(dpRank uint32, seed uint64) []byte {
 	spec := ingesttest.DefaultSpec(ingesttest.MapEvents)
 	spec.Events, spec.BlocksPerEvent, spec.BlockSize, spec.DPRank, spec.Seed = 1, 2, testBlockSize, dpRank, seed
 	return ingesttest.NewGenerator(spec).Next()
-}
-
-func (p *testPub) send(topic string, seq uint64, payload []byte) {
-	var s [8]byte
-	binary.BigEndian.PutUint64(s[:], seq)
-	require.NoError(p.t, p.sock.Send(zmq4.NewMsgFrom([]byte(topic), s[:], payload)))
-}
-
-// waitSubscribed blocks until a SUB socket's subscription reached the PUB
-// (what it sends before is dropped).
-func (p *testPub) waitSubscribed() {
-	require.Eventually(p.t, func() bool {
-		tp, ok := p.sock.(zmq4.Topics)
-		return ok && len(tp.Topics()) > 0
-	}, 10*time.Second, 5*time.Millisecond)
 }
 
 type rankList struct {
@@ -95,12 +62,12 @@ func (s *testServer) workers() rankList {
 // nothing. The subscriber goes on: the next batch of rank 0 applies.
 func TestStreamNamingRanksTheWorkerLacks(t *testing.T) {
 	s := newZMQTestServer(t, testConfig())
-	pub := newTestPub(t)
-	require.NoError(t, pub.sock.Listen("tcp://127.0.0.1:0"))
-	s.must(201, "POST", "/v1/workers", fmt.Sprintf(`{"worker_id":1,"model":"m","endpoint":"tcp://%s"}`, pub.sock.Addr()), nil)
-	pub.waitSubscribed()
+	pub := ingesttest.NewPublisher(t)
+	ep := pub.Listen("tcp://127.0.0.1:0")
+	s.must(201, "POST", "/v1/workers", fmt.Sprintf(`{"worker_id":1,"model":"m","endpoint":"%s"}`, ep), nil)
+	pub.WaitSubscribed()
 	for seq, rank := range []uint32{0, 2000, 2001, 2002, 0} {
-		pub.send("", uint64(seq), payload(rank, uint64(seq+1)))
+		pub.Send("", uint64(seq), payload(rank, uint64(seq+1)))
 	}
 	require.Eventually(t, func() bool {
 		w := s.workers()
@@ -144,15 +111,15 @@ func TestBoundEndpointBoundsTheWorkersItRegisters(t *testing.T) {
 			if tc.register != "" {
 				s.must(201, "POST", "/v1/workers", tc.register, nil)
 			}
-			pub := newTestPub(t)
-			require.NoError(t, pub.sock.Dial("tcp://"+s.srv.BoundAddr().String()))
-			pub.waitSubscribed()
+			pub := ingesttest.NewPublisher(t)
+			pub.Dial("tcp://" + s.srv.BoundAddr().String())
+			pub.WaitSubscribed()
 			round := func(seq uint64) {
 				for i := range topics {
-					pub.send(topic(i), seq, payload(0, uint64(i+1)))
+					pub.Send(topic(i), seq, payload(0, uint64(i+1)))
 				}
 				if tc.extraTopic != "" {
-					pub.send(tc.extraTopic, seq, payload(0, 9999))
+					pub.Send(tc.extraTopic, seq, payload(0, 9999))
 				}
 			}
 			seq := uint64(0)

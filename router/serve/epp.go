@@ -20,6 +20,13 @@ func (s *Server) attachEPP() error {
 		Indexer: s.ix, Router: s.rt, Tokenize: s.px.PromptTokens, Logger: s.log, Registerer: s.reg,
 		MaxInFlightPerWorker: c.MaxInFlightPerWorker, Fallbacks: c.Fallbacks, MaxBodyBytes: s.cfg.Limits.MaxBodyBytes,
 	}
+	if c.MaxInFlightPerWorker == 0 {
+		// The proxy's backpressure: the picker's requests take the same
+		// per-engine slots (--max-num-seqs + --engine-queue) as the
+		// proxy's, and a model whose engines are all full, or whose
+		// requests wait in the proxy's queue, is shed with a 429.
+		opts.Slots, opts.Admit = s.px, s.px.Admit
+	}
 	if c.TLS {
 		tc, err := epp.SelfSignedTLS("localhost")
 		if err != nil {

@@ -199,7 +199,7 @@ func Fix(v indexer.Verdict) string {
 	case indexer.VerdictUnverifiable:
 		return strings.Join([]string{
 			"name the engine's scheme and seed (--engine-hash SCHEME:SEED, e.g. xxhash:0), or send a request without a LoRA adapter;",
-			"if its ids are random per process (no fixed PYTHONHASHSEED), restarting it and sending the same prompt shows it: then",
+			"if its ids are random per process (no fixed PYTHONHASHSEED), restarting it (or a second engine of the model) and sending the same prompt shows it: then",
 			"set PYTHONHASHSEED=0 on every engine process, or on vLLM use --prefix-caching-hash-algo sha256_cbor",
 		}, "\n     ")
 	case indexer.VerdictPending:

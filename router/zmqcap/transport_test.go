@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/kvhash/kvhash/router/ingest/ingesttest"
 	"github.com/kvhash/kvhash/router/zmqcap/zmqcaptest"
 )
 
@@ -56,18 +57,18 @@ func awaitDrop(t *testing.T, drops <-chan *TooLargeError) *TooLargeError {
 // every 20 ms until the test ends.
 func goodPublisher(t *testing.T, ep string) {
 	t.Helper()
+	pub := ingesttest.NewPublisher(t)
+	pub.Dial(ep)
 	ctx, cancel := context.WithCancel(context.Background())
-	pub := zmq4.NewPub(ctx)
-	require.NoError(t, pub.Dial(ep))
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
 		for ctx.Err() == nil {
-			_ = pub.Send(zmq4.NewMsgFrom([]byte("kv"), []byte("good")))
+			_ = pub.Sock.Send(zmq4.NewMsgFrom([]byte("kv"), []byte("good")))
 			time.Sleep(20 * time.Millisecond)
 		}
 	}()
-	t.Cleanup(func() { cancel(); <-done; _ = pub.Close() })
+	t.Cleanup(func() { cancel(); <-done }) // before the socket closes
 }
 
 // recvResult is one Recv's outcome.
