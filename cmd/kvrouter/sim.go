@@ -40,7 +40,7 @@ Flags:
 	trace := fs.String("trace", "", `Mooncake-format trace (JSONL); "" : the vendored Mooncake synthetic trace; "generated": a generated two-family trace; "generated-chat": its shared-system-prompt multi-turn family alone; "generated-tenants": its many-tenants-with-long-prefixes family alone`)
 	genRequests := fs.Int("generated-requests", 4000, "requests of a generated trace")
 	engines := fs.Int("engines", def.Engines, "engines in the fleet")
-	loads := fs.String("load", "0.3,0.5,0.8,1.0,1.2", "offered loads: prefill tokens/s over the fleet's prefill capacity (timestamps scaled, whole trace)")
+	loads := fs.String("load", "0.3,0.5,0.8,1.0,1.2", "offered loads: the work left after the pooled cache bound's hits (missed prompt tokens + output tokens at a decode batch's cost) per second over the fleet's capacity; 1.0 saturates even an ideal router (timestamps scaled, whole trace)")
 	rateScale := fs.String("rate-scale", "", "arrival-rate multipliers instead of --load (1 = the trace's own timestamps)")
 	policies := fs.String("policies", strings.Join(policy.Names(), ","), "policies, in table order")
 	seeds := fs.Int("seeds", 1, "runs per (load, policy), seeded 1..K (confidence intervals over them)")

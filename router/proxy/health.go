@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"context"
+	"maps"
 	"net/http"
 	"sync"
 	"time"
@@ -60,10 +61,13 @@ func (p *Proxy) CheckHealth() {
 		}()
 	}
 	wg.Wait()
+	// The scrape reads its own copy: once published, baseURL fills
+	// p.baseURLs under p.mu while the scrape runs.
+	scrape := maps.Clone(urls)
 	p.mu.Lock()
 	p.baseURLs.Store(&urls)
 	p.mu.Unlock()
-	p.scrapeMetrics(urls)
+	p.scrapeMetrics(scrape)
 }
 
 // probe reports whether base/health answers 200 in time.

@@ -13,6 +13,7 @@ import (
 
 	"github.com/kvhash/kvhash/core"
 	"github.com/kvhash/kvhash/router/indexer"
+	"github.com/kvhash/kvhash/router/route"
 	"github.com/kvhash/kvhash/router/route/policy"
 )
 
@@ -166,9 +167,12 @@ func (p *Proxy) releasePeer(t target) {
 }
 
 // scrapeMetrics reads each engine's vLLM gauges from its /metrics, once
-// a policy that reads them has been used.
+// a policy that reads them has been used, or always when the router's
+// cost is the predicted TTFT (its waiting-queue term reads them; see
+// router/route/gauges.go).
 func (p *Proxy) scrapeMetrics(urls map[uint64]string) {
-	if !p.peers.wantMetrics.Load() {
+	feed := p.rt != nil && p.rt.Params().Cost == route.CostTTFT
+	if !p.peers.wantMetrics.Load() && !feed {
 		return
 	}
 	got := make(map[uint64]policy.Metrics, len(urls))
@@ -192,6 +196,14 @@ func (p *Proxy) scrapeMetrics(urls map[uint64]string) {
 	p.peers.metricsMu.Lock()
 	p.peers.metrics = got
 	p.peers.metricsMu.Unlock()
+	if feed {
+		// An engine's gauges are summed over its series: they go to its
+		// rank 0 (a URL is one engine; splitting them by data-parallel
+		// rank would need each series' rank label).
+		for id, m := range got {
+			p.rt.ObserveGauges(core.Worker{ID: id}, route.EngineGauges{Waiting: m.Waiting, Running: m.Running, KVUsage: m.KVUsage}, time.Time{})
+		}
+	}
 }
 
 func (p *Proxy) scrapeOne(base string) (policy.Metrics, bool) {

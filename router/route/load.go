@@ -36,11 +36,12 @@ type loadTable struct {
 	dead  int
 	// requestsPeak: see shrink.go.
 	requestsPeak peak
-	// models: each rank's fitted predicted-TTFT coefficients (predict.go),
-	// kept by worker so a swept slot's rank keeps what it learned.
-	models map[core.Worker]*ttftModel
+	// models: each rank's learned speed against the fleet's model
+	// (predict.go), kept by worker so a swept slot's rank keeps what it
+	// learned.
+	models map[core.Worker]*rankModel
 	prior  TTFTPrior
-	fleet  *ttftModel // every rank's observations: the ranks' prior
+	fleet  *ttftModel // the predicted-TTFT coefficients, from every rank's observations
 	// rateEpoch: the time the ranks' scaled rates are relative to.
 	rateEpoch time.Time
 	// spare: ended held requests' records and block lists, for the next
@@ -71,6 +72,7 @@ type request struct {
 	// routed; prefilling until its first token.
 	work       uint64
 	decode     float64 // the decode factor (predict.go)
+	waiting    float64 // the engine's waiting requests ahead (gauges.go)
 	prefilling bool
 }
 
@@ -86,11 +88,13 @@ type rankLoad struct {
 	blocks        map[uint64]uint32 // sequence hash -> active requests holding it
 	blocksPeak    peak
 	prefilling    int // requests before their first token
-	model         *ttftModel
+	model         *rankModel
 	// rate: requests routed here, decayed with a 1 s time constant: the
 	// flood guard's measure, kept scaled to the table's rateEpoch (see
 	// rateScale) so a route decays every rank's rate with one exp.
 	rate float64
+	// gauges: the engine's /metrics as last scraped (gauges.go).
+	gauges rankGauges
 }
 
 // idleSweepMin: idle slots kept before a sweep is considered.
@@ -98,7 +102,7 @@ const idleSweepMin = 256
 
 func newLoadTable() loadTable {
 	return loadTable{requests: map[string]*request{}, slotOf: map[core.Worker]int32{}, gen: 1, holders: newHolders(),
-		models: map[core.Worker]*ttftModel{}, prior: DefaultTTFTPrior(), fleet: newTTFTModel(DefaultTTFTPrior())}
+		models: map[core.Worker]*rankModel{}, prior: DefaultTTFTPrior(), fleet: newTTFTModel(DefaultTTFTPrior())}
 }
 
 func (t *loadTable) has(id string) bool { _, ok := t.requests[id]; return ok }
@@ -113,7 +117,7 @@ type slotCache struct {
 	slots   []int32 // -1: the rank has no slot (no load)
 	// models: each candidate's predicted-TTFT model (nil: never routed
 	// to); models are only made with a slot, which bumps gen.
-	models []*ttftModel
+	models []*rankModel
 }
 
 // slotsFor returns the slot of each candidate, from c when still valid.
@@ -185,8 +189,7 @@ func (t *loadTable) slot(w core.Worker) int32 {
 	}
 	m := t.models[w]
 	if m == nil {
-		m = newTTFTModel(t.prior)
-		m.theta = t.fleet.theta // a new rank starts as the fleet is
+		m = &rankModel{} // a new rank starts as the fleet is
 		t.models[w] = m
 	}
 	t.ranks[s] = &rankLoad{worker: w, blocks: map[uint64]uint32{}, model: m}
@@ -209,7 +212,8 @@ func (t *loadTable) addInto(rq *request, id string, w core.Worker, prefillTokens
 	s := t.slot(w)
 	rl0 := t.ranks[s]
 	*rq = request{slot: s, prefillTokens: prefillTokens, blocks: seq, at: now, held: held,
-		work: rl0.prefillTokens + prefillTokens, decode: decodeFactor(rl0.requests, rl0.prefilling), prefilling: true}
+		work: rl0.prefillTokens + prefillTokens, decode: decodeFactor(rl0.requests, rl0.prefilling),
+		waiting: rl0.gauges.waitingNow(rl0.requests, now), prefilling: true}
 	rl0.prefilling++
 	rl0.rate += 1 / t.rateScale(now)
 	t.requests[id] = rq
@@ -255,8 +259,10 @@ func (t *loadTable) observe(id string, now time.Time) bool {
 		return false
 	}
 	sec := now.Sub(rq.at).Seconds()
-	t.fleet.observe(t.prior, t.prior.theta(), rq.work, rq.decode, sec)
-	t.ranks[rq.slot].model.observe(t.prior, t.fleet.theta, rq.work, rq.decode, sec)
+	// The rank's speed against the fleet's model as it stood when the
+	// first token came, then the fleet's model.
+	t.ranks[rq.slot].model.observe(sec, t.fleet.totalS(rq.work, rq.decode, rq.waiting))
+	t.fleet.observe(t.prior, t.prior.theta(), rq.work, rq.decode, rq.waiting, sec)
 	return true
 }
 

@@ -14,20 +14,37 @@ import (
 //	prefill_s = a + b * U              U: this prompt's tokens after its cached prefix on the rank
 //	decode_s  = k * (d + c * (Q + U))  k: 1 when the rank runs decodes (the router's own requests
 //	                                      past their first token), else 0
-//	total_s   = queue_s + prefill_s + decode_s
+//	admit_s   = e * W                  W: the requests waiting in the engine for a slot: its
+//	                                      num_requests_waiting gauge as last scraped, moved by the
+//	                                      requests the router routed there and ended since (0 when
+//	                                      the scrape showed none waiting, or is stale)
+//	total_s   = queue_s + prefill_s + decode_s + admit_s
 //
 // a is the per-request overhead (the step the request waits for, the
 // scheduler), b the seconds per thousand prefill tokens (1 / throughput),
 // c what a running decode batch adds per thousand prefill tokens (every
-// step that carries a prefill chunk also carries the decodes). The three
-// are fitted per rank, online, from what a real router observes: each
-// request's time from routing to its first token (prefill_done, or the
-// proxy's first byte) against the (Q + U, busy) it was routed with. The fit
-// is a least-squares fit with exponential forgetting (ttftForget per
-// observation: a slowed engine is followed within a few dozen of its
-// requests) and a weak ridge pull towards the prior (the engine profile's
-// numbers), so a rank with no history predicts the prior and a rank with a
-// few hundred requests predicts what it does.
+// step that carries a prefill chunk also carries the decodes), e the
+// seconds each request waiting for a slot adds (an engine at its
+// max_num_seqs or out of KV blocks admits a request only when a running
+// one ends, whatever its prefill queue). They are learned online from what
+// a real router observes: each request's time from routing to its first
+// token (prefill_done, or the proxy's first byte) against the (Q + U,
+// busy, W) it was routed with.
+//
+// The fleet's engines share one shape (the same model on the same
+// software): the five coefficients are one least-squares fit over every
+// rank's observations, with exponential forgetting (ttft prior's
+// ForgetPerSample: the last ~1,000 observations) and a weak ridge pull
+// towards the prior (the engine profile's numbers). Each rank has one
+// learned number of its own, its speed against that fit: the decayed mean
+// of log(observed / the fit's prediction) (rankSpeedRate per observation:
+// the last ~50 of its requests), so a rank that slows down 3x is followed
+// within ~150 of its requests. (Five coefficients per rank, each fitted
+// from its own ~50 observations, measured worse: under saturation the
+// queue, the waiting count and the TTFT rise together, the per-rank fits
+// wandered (one rank learned 4x the others' throughput and was sent
+// everyone's cold prefixes), and the fleet's TTFT p90 doubled on the
+// generated tenants family at load 1.0.)
 
 // TTFTPrior is the predicted-TTFT model's starting point for a rank with
 // no history: Dynamo's mocker profile (prefill ms = 4.21e-7 T^2 + 0.0152 T
@@ -39,6 +56,7 @@ type TTFTPrior struct {
 	SecondsPerKTok  float64 // b
 	DecodeSPerKTok  float64 // c
 	DecodeS         float64 // d
+	WaitSPerRequest float64 // e: seconds per request waiting in the engine for a slot
 	ForgetPerSample float64 // the weight an observation keeps per later observation, (0, 1]
 }
 
@@ -46,46 +64,85 @@ type TTFTPrior struct {
 // not finite, a zero slope, a forgetting factor outside (0, 1].
 func (p TTFTPrior) Validate() error {
 	ok := func(v float64) bool { return v >= 0 && v <= 60 }
-	if !ok(p.OverheadS) || !ok(p.DecodeSPerKTok) || !ok(p.DecodeS) || !(p.SecondsPerKTok > 0 && p.SecondsPerKTok <= 60) ||
+	if !ok(p.OverheadS) || !ok(p.DecodeSPerKTok) || !ok(p.DecodeS) || !ok(p.WaitSPerRequest) || !(p.SecondsPerKTok > 0 && p.SecondsPerKTok <= 60) ||
 		!(p.ForgetPerSample > 0 && p.ForgetPerSample <= 1) {
 		return fmt.Errorf("%w: TTFT prior %+v", ErrInvalidParams, p)
 	}
 	return nil
 }
 
-// DefaultTTFTPrior is the mocker profile's prior.
+// DefaultTTFTPrior is the mocker profile's prior; e starts at 0 (an engine
+// below its limits admits at once), learned when waiting requests show.
 func DefaultTTFTPrior() TTFTPrior {
-	return TTFTPrior{OverheadS: 0.03, SecondsPerKTok: 0.0206, DecodeSPerKTok: 0.0032, DecodeS: 0.02, ForgetPerSample: 0.98}
+	return TTFTPrior{OverheadS: 0.03, SecondsPerKTok: 0.0206, DecodeSPerKTok: 0.0032, DecodeS: 0.02, ForgetPerSample: 0.999}
 }
+
+// rankSpeedRate: how far one observation moves a rank's log speed.
+const rankSpeedRate = 0.02
 
 // ttftMaxSampleS: the longest routing-to-first-token time learned from.
 const ttftMaxSampleS = 3600
+
+// ttftPriorWaiting: the ridge scale of the waiting-requests feature, a
+// typical waiting queue.
+const ttftPriorWaiting = 8.0
 
 // ttftScaleKTok: the tokens-per-thousand unit the fit works in, so its
 // sums stay well conditioned.
 const ttftScaleKTok = 1000.0
 
 // The ridge prior's weight, in observations at a typical batch (8k
-// tokens): the prior still decides a rank's first few requests, and is a
-// couple of percent of a rank with a full memory of observations.
+// tokens): the prior still decides the fleet's first few requests, and is
+// a tenth of a percent of a full memory of observations.
 const (
 	ttftPriorWeight = 1.0
 	ttftPriorKTok   = 8.0
 )
 
-// ttftModel is one rank's fitted coefficients and the decayed sums they
-// are solved from (features f = [1, x, busy*x, busy], target y seconds).
+// ttftModel is the fleet's fitted coefficients and the decayed sums they
+// are solved from (features f = [1, x, busy*x, busy, waiting], target y
+// seconds).
 type ttftModel struct {
-	theta [nFeat]float64 // a, b, c, d
+	theta [nFeat]float64 // a, b, c, d, e
 	ftf   [nFeat][nFeat]float64
 	fty   [nFeat]float64
 	n     uint64 // observations
 }
 
-const nFeat = 4
+// totalS is the model's predicted seconds for the features of an
+// observation.
+func (m *ttftModel) totalS(work uint64, k, w float64) float64 {
+	x := float64(work) / ttftScaleKTok
+	return m.theta[0] + m.theta[1]*x + k*(m.theta[2]*x+m.theta[3]) + m.theta[4]*w
+}
+
+// rankModel is one rank's speed against the fleet's model: predictions
+// for it are the fleet's times exp(logSpeed).
+type rankModel struct {
+	logSpeed float64
+	n        uint64 // observations
+}
+
+// speed is the factor the rank's times are of the fleet's model's.
+func (m *rankModel) speed() float64 { return math.Exp(m.logSpeed) }
+
+// observe moves the rank's speed towards seconds / fleetS, what the
+// fleet's model predicted for the observation. Out-of-range samples are
+// dropped; a ratio is clamped to [1/100, 100] (one wild first token moves
+// the speed by at most 9 %).
+func (m *rankModel) observe(seconds, fleetS float64) {
+	if !(seconds >= 0 && seconds <= ttftMaxSampleS) || !(fleetS > 0) {
+		return
+	}
+	r := clamp(max(seconds, 1e-4)/fleetS, 0.01, 100)
+	m.logSpeed += rankSpeedRate * (math.Log(r) - m.logSpeed)
+	m.n++
+}
+
+const nFeat = 5
 
 func (p TTFTPrior) theta() [nFeat]float64 {
-	return [nFeat]float64{p.OverheadS, p.SecondsPerKTok, p.DecodeSPerKTok, p.DecodeS}
+	return [nFeat]float64{p.OverheadS, p.SecondsPerKTok, p.DecodeSPerKTok, p.DecodeS, p.WaitSPerRequest}
 }
 
 func newTTFTModel(p TTFTPrior) *ttftModel {
@@ -98,7 +155,10 @@ type TTFTTerms struct {
 	QueueS   float64 `json:"queue_s"`
 	PrefillS float64 `json:"prefill_s"`
 	DecodeS  float64 `json:"decode_s"`
-	TotalS   float64 `json:"total_s"`
+	// AdmitS: e * W, the wait for a slot behind the engine's waiting
+	// requests (its scraped gauge).
+	AdmitS float64 `json:"admit_s"`
+	TotalS float64 `json:"total_s"`
 	// OwnWorkS: the prefill this request adds to the rank (b * U, plus
 	// its decode share): what every later request routed there waits for.
 	OwnWorkS float64 `json:"own_work_s"`
@@ -109,42 +169,62 @@ type TTFTTerms struct {
 	WorkWeight   float64 `json:"work_weight"`
 	CachedTokens int     `json:"cached_tokens"`
 	QueuedTokens uint64  `json:"queued_tokens"`
-	TokensPerS   float64 `json:"tokens_per_s"`  // the learned prefill throughput, 1000 / b
+	TokensPerS   float64 `json:"tokens_per_s"`  // the learned prefill throughput, 1000 / (b * speed)
+	SpeedFactor  float64 `json:"speed_factor"`  // the rank's speed against the fleet's model (its times are the fleet's times this)
 	Observations uint64  `json:"observations"`  // the rank's own prefill_done observations so far (0: the terms are the fleet's model)
 	DecodeFactor float64 `json:"decode_factor"` // k: 1 when the rank runs decodes, else 0
+	// WaitingRequests: W, the engine's waiting requests (scraped gauge,
+	// moved by the router's routes and ends since the scrape).
+	WaitingRequests float64 `json:"waiting_requests"`
+	WaitSPerRequest float64 `json:"wait_s_per_request"` // e, learned
 }
 
-// predict returns the terms for queued tokens q, uncached tokens u and
-// the rank's decode factor k.
-func (m *ttftModel) predict(q, u uint64, k float64) TTFTTerms {
+// predict returns the terms for queued tokens q, uncached tokens u, the
+// rank's decode factor k and waiting requests w.
+func (m *ttftModel) predict(q, u uint64, k, w float64) TTFTTerms {
 	var t TTFTTerms
-	m.predictInto(&t, q, u, k)
+	m.predictInto(&t, q, u, k, w)
+	return t
+}
+
+// predictScaled is predict with every coefficient times scale (a rank's
+// speed).
+func (m *ttftModel) predictScaled(q, u uint64, k, w, scale float64) TTFTTerms {
+	var t TTFTTerms
+	m.predictScaledInto(&t, q, u, k, w, scale)
 	return t
 }
 
 // predictInto is predict into t, every field set.
-func (m *ttftModel) predictInto(t *TTFTTerms, q, u uint64, k float64) {
-	a, b, c, d := m.theta[0], m.theta[1], m.theta[2], m.theta[3]
+func (m *ttftModel) predictInto(t *TTFTTerms, q, u uint64, k, w float64) {
+	m.predictScaledInto(t, q, u, k, w, 1)
+}
+
+// predictScaledInto is predictInto with every coefficient times scale.
+func (m *ttftModel) predictScaledInto(t *TTFTTerms, q, u uint64, k, w, scale float64) {
+	a, b, c, d, e := m.theta[0]*scale, m.theta[1]*scale, m.theta[2]*scale, m.theta[3]*scale, m.theta[4]*scale
 	qk, uk := float64(q)/ttftScaleKTok, float64(u)/ttftScaleKTok
 	t.QueueS, t.PrefillS, t.OverheadS, t.QueuedTokens = b*qk, a+b*uk, a, q
-	t.TokensPerS, t.Observations, t.DecodeFactor = ttftScaleKTok/b, m.n, k
+	t.TokensPerS, t.Observations, t.DecodeFactor, t.SpeedFactor = ttftScaleKTok/b, m.n, k, scale
 	t.OwnWorkS = b*uk + k*c*uk
 	t.DecodeS = k * (d + c*(qk+uk))
-	t.TotalS = finite(t.QueueS + t.PrefillS + t.DecodeS)
+	t.AdmitS, t.WaitingRequests, t.WaitSPerRequest = e*w, w, e
+	t.TotalS = finite(t.QueueS + t.PrefillS + t.DecodeS + t.AdmitS)
 	t.WorkWeight, t.CachedTokens = 0, 0
 }
 
 // observe fits one observation, pulled towards prior: a request routed
-// with work tokens (queued + its own uncached) and decode factor k took
-// seconds to its first token.
-func (m *ttftModel) observe(p TTFTPrior, prior [nFeat]float64, work uint64, k float64, seconds float64) {
+// with work tokens (queued + its own uncached), decode factor k and w
+// requests waiting ahead in the engine took seconds to its first token.
+func (m *ttftModel) observe(p TTFTPrior, prior [nFeat]float64, work uint64, k, w float64, seconds float64) {
 	// Out-of-range samples would poison the sums for good: a TTFT beyond
-	// an hour, a decode factor that is not one, work beyond 2^40 tokens.
-	if !(seconds >= 0 && seconds <= ttftMaxSampleS) || !(k >= 0 && k <= 1) || work > 1<<40 {
+	// an hour, a decode factor that is not one, work beyond 2^40 tokens,
+	// a waiting queue beyond a million requests.
+	if !(seconds >= 0 && seconds <= ttftMaxSampleS) || !(k >= 0 && k <= 1) || work > 1<<40 || !(w >= 0 && w <= 1<<20) {
 		return
 	}
 	x := float64(work) / ttftScaleKTok
-	f := [nFeat]float64{1, x, k * x, k}
+	f := [nFeat]float64{1, x, k * x, k, w}
 	lam := p.ForgetPerSample
 	for i := range nFeat {
 		m.fty[i] = lam*m.fty[i] + f[i]*seconds
@@ -160,7 +240,7 @@ func (m *ttftModel) observe(p TTFTPrior, prior [nFeat]float64, work uint64, k fl
 // clamped to plausible values; a singular system keeps the old theta.
 func (m *ttftModel) solve(prior [nFeat]float64) {
 	k2 := ttftPriorWeight * ttftPriorKTok * ttftPriorKTok
-	reg := [nFeat]float64{ttftPriorWeight, k2, k2, ttftPriorWeight}
+	reg := [nFeat]float64{ttftPriorWeight, k2, k2, ttftPriorWeight, ttftPriorWeight * ttftPriorWaiting * ttftPriorWaiting}
 	var a [nFeat][nFeat + 1]float64
 	for i := range nFeat {
 		for j := range nFeat {
@@ -178,6 +258,7 @@ func (m *ttftModel) solve(prior [nFeat]float64) {
 		clamp(sol[1], 1e-5, 60), // >= 100M tokens/s: never a zero or negative slope
 		clamp(sol[2], 0, 60),
 		clamp(sol[3], 0, 60),
+		clamp(sol[4], 0, 60),
 	}
 }
 

@@ -2,6 +2,7 @@ package route
 
 import (
 	"math"
+	"time"
 
 	"github.com/kvhash/kvhash/router/indexer"
 )
@@ -29,16 +30,28 @@ const (
 	// The choice minimises total_s + w * own_work_s: the predicted TTFT
 	// plus, weighted by how saturated the fleet is, the prefill this
 	// request makes every later request on that rank wait for (its
-	// externality). w = workMax * q / (q + workHalfTokens), q the
-	// candidates' mean queued prefill tokens: 0 on an idle fleet (pure
-	// TTFT), half of workMax at 24k queued tokens a rank (0.5 s at the
-	// prior's speed), towards workMax when saturated, where the fleet's
-	// throughput is its cache hits and a cold copy of a warm prefix costs
-	// everyone. In tokens, not seconds, so that it does not depend on the
-	// engines' speed. (Measured on the Mooncake trace at load 1.2: TTFT
-	// p90 4.4 s with w = 0, 1.3 s with w = 1, about 1 s adaptive.)
+	// externality). w is the larger of two measures of who pays it:
+	//   - workMax * q / (q + workHalfTokens), q the candidates' mean
+	//     queued prefill tokens: 0 on an idle fleet (pure TTFT), half of
+	//     workMax at 24k queued tokens a rank (0.5 s at the prior's speed);
+	//     in tokens, not seconds, so that it does not depend on the
+	//     engines' speed. (Mooncake trace, old load 1.2: TTFT p90 4.4 s
+	//     with w = 0, 1.3 s with w = 1, about 1 s adaptive.)
+	//   - workPerWaiting * p, p the candidates' mean requests before their
+	//     first token (the router's own count): by Little's law the
+	//     requests that queue behind this work before the backlog drains,
+	//     each delayed by it; capped at workCap. This one grows with a
+	//     saturated fleet's backlog, where every cold copy of a warm
+	//     prefix lowers the fleet's throughput (its cache hits) for all.
+	//     Measured on the 4,000-request generated tenants family at its
+	//     heaviest load: TTFT p90 6.2 s with the first measure alone, 4.6 s
+	//     with this at factor 0.5 (0.25 and 1 measured worse); a cap of 32
+	//     rather than 16 took the 16,000-request family at load 1.0 from
+	//     16.9 s to 5.9 s, and 64 was worse at 1.2 (one seed each).
 	workMax        = 4.0
 	workHalfTokens = 24_000.0
+	workPerWaiting = 0.5
+	workCap        = 32.0
 )
 
 // predictLocked scores candidate c (its slot, its model when it has no
@@ -47,26 +60,25 @@ const (
 // TTFT. The cached prefix is the longer of what the rank's KV events show
 // and what the router already sent it (a queued request's blocks are
 // computed before this one's turn).
-func (r *Router) predictLocked(dst *Candidate, c indexer.Candidate, slot int32, m *ttftModel, ov, depth uint32, promptTokens, blockSize int) {
+func (r *Router) predictLocked(dst *Candidate, c indexer.Candidate, slot int32, m *rankModel, ov, depth uint32, promptTokens, blockSize int, now time.Time) {
 	cachedBlocks := max(ov, depth)
 	cached := min(promptTokens, int(cachedBlocks)*blockSize)
 	uncached := uint64(promptTokens - cached)
 	var queued uint64
-	var k float64
+	var k, waiting float64
 	if slot >= 0 {
 		rl := r.load.ranks[slot]
 		queued, k, m = rl.prefillTokens, decodeFactor(rl.requests, rl.prefilling), rl.model
+		waiting = rl.gauges.waitingNow(rl.requests, now)
 	}
 	var own uint64
-	if m != nil {
-		own = m.n
-	}
-	if own == 0 { // no first token seen yet: the fleet's model
-		m = r.load.fleet
+	speed := 1.0 // no first token seen yet: the fleet's model as it is
+	if m != nil && m.n > 0 {
+		own, speed = m.n, m.speed()
 	}
 	// Written in place, field by field: a candidate is ~200 bytes, and
 	// building one to copy it was a tenth of a route's CPU.
-	m.predictInto(&dst.TTFT, queued, uncached, k)
+	r.load.fleet.predictScaledInto(&dst.TTFT, queued, uncached, k, waiting, speed)
 	dst.TTFT.CachedTokens, dst.TTFT.Observations = cached, own
 	dst.WorkerID, dst.DPRank, dst.OverlapBlocks, dst.Cost = c.Worker.ID, c.Worker.DPRank, ov, dst.TTFT.TotalS
 	dst.State, dst.PrefillBlocks, dst.DecodeBlocks = c.State, float64(uncached)/float64(max(blockSize, 1)), 0
@@ -85,6 +97,13 @@ func (r *Router) pickTTFTLocked(cands []Candidate, slots []int32) int {
 	}
 	queued /= float64(len(cands))
 	w := workMax * queued / (queued + workHalfTokens)
+	prefilling := 0.0
+	for i := range cands {
+		if s := slots[i]; s >= 0 {
+			prefilling += float64(r.load.ranks[s].prefilling)
+		}
+	}
+	w = min(workCap, max(w, workPerWaiting*prefilling/float64(len(cands))))
 	for i := range cands {
 		cands[i].TTFT.WorkWeight = w
 		// In whole microseconds: an integer formats fast in the answer

@@ -26,20 +26,21 @@ func observeMany(m *ttftModel, p TTFTPrior, truth engineTruth, n int, rng *rand.
 	for range n {
 		work := uint64(rng.IntN(32_000))
 		k := float64(rng.IntN(2))
-		m.observe(p, p.theta(), work, k, truth.ttft(work, k)*(0.95+0.1*rng.Float64()))
+		m.observe(p, p.theta(), work, k, 0, truth.ttft(work, k)*(0.95+0.1*rng.Float64()))
 	}
 }
 
 func TestTTFTModelStartsAtThePrior(t *testing.T) {
 	p := DefaultTTFTPrior()
 	m := newTTFTModel(p)
-	got := m.predict(4000, 2000, 1)
+	got := m.predict(4000, 2000, 1, 0)
 	assert.InDelta(t, p.SecondsPerKTok*4, got.QueueS, 1e-12)
 	assert.InDelta(t, p.OverheadS+p.SecondsPerKTok*2, got.PrefillS, 1e-12)
 	assert.InDelta(t, p.DecodeS+p.DecodeSPerKTok*6, got.DecodeS, 1e-12)
-	assert.InDelta(t, got.QueueS+got.PrefillS+got.DecodeS, got.TotalS, 1e-12)
+	assert.InDelta(t, got.QueueS+got.PrefillS+got.DecodeS+got.AdmitS, got.TotalS, 1e-12)
 	assert.InDelta(t, 1000/p.SecondsPerKTok, got.TokensPerS, 1e-9)
-	assert.Zero(t, m.predict(4000, 2000, 0).DecodeS, "no decode running, no decode term")
+	assert.Zero(t, m.predict(4000, 2000, 0, 0).DecodeS, "no decode running, no decode term")
+	assert.Zero(t, m.predict(4000, 2000, 1, 30).AdmitS, "the prior's e is 0: waiting costs nothing until learned")
 }
 
 func TestTTFTModelConvergesWithinAFewHundredObservations(t *testing.T) {
@@ -56,25 +57,61 @@ func TestTTFTModelConvergesWithinAFewHundredObservations(t *testing.T) {
 				k    float64
 			}{{1000, 0}, {8000, 0}, {8000, 1}, {30_000, 1}} {
 				want := truth.ttft(c.work, c.k)
-				got := m.predict(0, c.work, c.k).TotalS
+				got := m.predict(0, c.work, c.k, 0).TotalS
 				assert.InEpsilon(t, want, got, 0.1, "work %d decode %v", c.work, c.k)
 			}
-			assert.InEpsilon(t, 1000/truth.b, m.predict(0, 0, 0).TokensPerS, 0.1, "the learned throughput")
+			assert.InEpsilon(t, 1000/truth.b, m.predict(0, 0, 0, 0).TokensPerS, 0.1, "the learned throughput")
 		})
 	}
 }
 
-func TestTTFTModelFollowsDrift(t *testing.T) {
+// One rank of a fleet slows down 3x (a minute at a few requests a second
+// is ~150 of its requests): its speed against the fleet's model follows,
+// and its predictions with it; the fleet's model, fitted from every rank,
+// hardly moves.
+func TestRankSpeedFollowsDrift(t *testing.T) {
 	p := DefaultTTFTPrior()
-	m := newTTFTModel(p)
+	fleet := newTTFTModel(p)
 	rng := rand.New(rand.NewPCG(3, 4))
-	before := engineTruth{a: 0.03, b: 0.02, c: 0.003, d: 0.02}
-	observeMany(m, p, before, 300, rng)
-	// The engine slows down 3x; a minute at a few requests a second is
-	// ~150 of its requests.
-	after := engineTruth{a: 0.09, b: 0.06, c: 0.009, d: 0.06}
-	observeMany(m, p, after, 150, rng)
-	assert.InEpsilon(t, after.ttft(16_000, 1), m.predict(0, 16_000, 1).TotalS, 0.1)
+	base := engineTruth{a: 0.03, b: 0.02, c: 0.003, d: 0.02}
+	ranks := make([]*rankModel, 4)
+	for i := range ranks {
+		ranks[i] = &rankModel{}
+	}
+	step := func(slow float64) {
+		for i, r := range ranks {
+			work := uint64(rng.IntN(32_000))
+			k := float64(rng.IntN(2))
+			s := base.ttft(work, k) * (0.95 + 0.1*rng.Float64())
+			if i == 0 {
+				s *= slow
+			}
+			r.observe(s, fleet.totalS(work, k, 0))
+			fleet.observe(p, p.theta(), work, k, 0, s)
+		}
+	}
+	for range 300 {
+		step(1)
+	}
+	assert.InEpsilon(t, 1, ranks[0].speed(), 0.05)
+	for range 150 {
+		step(3)
+	}
+	want := 3 * base.ttft(16_000, 1)
+	got := fleet.predictScaled(0, 16_000, 1, 0, ranks[0].speed()).TotalS
+	assert.InEpsilon(t, want, got, 0.1, "the slowed rank")
+	assert.InEpsilon(t, base.ttft(16_000, 1), fleet.predictScaled(0, 16_000, 1, 0, ranks[1].speed()).TotalS, 0.1, "the others")
+}
+
+func TestRankSpeedIgnoresBadObservations(t *testing.T) {
+	r := &rankModel{}
+	for _, c := range []struct{ s, fleet float64 }{{-1, 1}, {nanF(), 1}, {infF(), 1}, {2 * ttftMaxSampleS, 1}, {1, 0}, {1, nanF()}, {1, -1}} {
+		r.observe(c.s, c.fleet)
+	}
+	assert.Zero(t, r.n)
+	assert.Equal(t, 1.0, r.speed())
+	r.observe(3000, 1e-3) // clamped: one wild sample moves it by rankSpeedRate * ln 100
+	assert.InDelta(t, rankSpeedRate*math.Log(100), r.logSpeed, 1e-12)
 }
 
 func TestTTFTModelIgnoresBadObservations(t *testing.T) {
@@ -82,7 +119,7 @@ func TestTTFTModelIgnoresBadObservations(t *testing.T) {
 	m := newTTFTModel(p)
 	before := m.theta
 	for _, s := range []float64{-1, nanF(), infF(), 2 * ttftMaxSampleS} {
-		m.observe(p, p.theta(), 1000, 0, s)
+		m.observe(p, p.theta(), 1000, 0, 0, s)
 	}
 	assert.Equal(t, before, m.theta)
 	assert.Zero(t, m.n)
@@ -188,12 +225,12 @@ func FuzzTTFTModel(f *testing.F) {
 			if i%2 == 1 {
 				s = s2
 			}
-			m.observe(p, p.theta(), work+uint64(i), k, s)
+			m.observe(p, p.theta(), work+uint64(i), k, float64(n%7), s)
 		}
 		for _, v := range m.theta {
 			require.False(t, v != v || v < 0 || v > 60, "theta %v", m.theta)
 		}
-		got := m.predict(q, work, 1)
+		got := m.predict(q, work, 1, float64(n))
 		require.True(t, got.TotalS >= 0 && got.TotalS <= math.MaxFloat64, "total %v", got.TotalS)
 	})
 }

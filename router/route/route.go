@@ -255,6 +255,10 @@ func (r *Router) RouteAppend(dst []Candidate, req Request) (Decision, error) {
 		slots := r.load.slotsFor(cache, cands)
 		r.depth, r.alive = r.load.depths(seq, r.depth, r.alive)
 		ttft := p.Cost == CostTTFT
+		var now time.Time
+		if ttft {
+			now = r.now()
+		}
 		oi := 0
 		for i, c := range cands {
 			// Both lists are sorted by worker: merge.
@@ -270,7 +274,7 @@ func (r *Router) RouteAppend(dst []Candidate, req Request) (Decision, error) {
 				depth = r.depth[s]
 			}
 			if ttft {
-				r.predictLocked(&out[i], c, slots[i], cache.models[i], ov, depth, len(req.TokenIDs), blockSize)
+				r.predictLocked(&out[i], c, slots[i], cache.models[i], ov, depth, len(req.TokenIDs), blockSize, now)
 				continue
 			}
 			l := r.load.projected(slots[i], depth, len(seq))

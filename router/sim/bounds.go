@@ -14,6 +14,9 @@ type Bounds struct {
 	InfiniteHitRate   float64 `json:"infinite_hit_rate"`
 	PooledLRUHitRate  float64 `json:"pooled_lru_hit_rate"`
 	PooledLRUCapacity int     `json:"pooled_lru_blocks"`
+	// PooledLRUMissTokens: the prompt tokens the pooled cache does not
+	// hold, which any router must have prefilled (OfferedWorkRate).
+	PooledLRUMissTokens int `json:"pooled_lru_miss_tokens"`
 }
 
 // ComputeBounds replays the trace's prompts, in arrival order, through
@@ -49,7 +52,7 @@ func ComputeBounds(t Trace, blockSize, capacityBlocks int) (Bounds, error) {
 	return Bounds{
 		InfiniteHitRate:   float64(infHit) / float64(prompt),
 		PooledLRUHitRate:  float64(lruHit) / float64(prompt),
-		PooledLRUCapacity: capacityBlocks,
+		PooledLRUCapacity: capacityBlocks, PooledLRUMissTokens: prompt - lruHit,
 	}, nil
 }
 

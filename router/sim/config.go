@@ -29,9 +29,12 @@ type SLO struct {
 type Config struct {
 	Trace   Trace
 	Engines int
-	// Loads: offered prefill tokens per second over the fleet's prefill
-	// capacity (FleetPrefillCapacity), each set by scaling the trace's
-	// timestamps. Exactly one of Loads and RateScales is set.
+	// Loads: the trace's work per second after the best caching any
+	// router could earn (OfferedWorkRate: the prompt tokens the pooled LRU
+	// bound misses, plus output tokens) over the fleet's token capacity
+	// (FleetPrefillCapacity), each set by scaling the trace's timestamps:
+	// at 1.0 an ideal router keeps the fleet busy. Exactly one of Loads and
+	// RateScales is set.
 	Loads []float64
 	// RateScales: arrival-rate multipliers (2 = timestamps halved).
 	RateScales []float64

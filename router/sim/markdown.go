@@ -30,8 +30,8 @@ func WriteMarkdown(w io.Writer, res Results) error {
 	}
 	s := res.Setup
 	var b strings.Builder
-	fmt.Fprintf(&b, "%s; %d engines x %d blocks of %d tokens (profile %s), %d seed(s). Bounds: infinite cache hit %.3f, pooled LRU hit %.3f. Cells: TTFT p90 (s%s) / prefix hit rate / goodput (TTFT <= %gs and TPOT <= %gms), means over the seeds.\n\n",
-		res.Trace, res.Engines, s.NumBlocks, s.BlockSize, s.Profile, s.Seeds, res.Bounds.InfiniteHitRate, res.Bounds.PooledLRUHitRate, ciNote(s.Seeds), s.SLOTTFTS, s.SLOTPOTS*1000)
+	fmt.Fprintf(&b, "%s; %d engines x %d blocks of %d tokens (profile %s), %d seed(s). Bounds: infinite cache hit %.3f, pooled LRU hit %.3f. Load: the work left after the pooled cache's hits (its missed prompt tokens, plus output tokens at a full decode batch's cost, %.1f prefill tokens each) over the fleet's capacity; load 1.0 is %s the trace's own arrival rate. Cells: TTFT p90 (s%s) / prefix hit rate / goodput (TTFT <= %gs and TPOT <= %gms), means over the seeds.\n\n",
+		res.Trace, res.Engines, s.NumBlocks, s.BlockSize, s.Profile, s.Seeds, res.Bounds.InfiniteHitRate, res.Bounds.PooledLRUHitRate, s.DecodeTokenWork, loadOneRate(s), ciNote(s.Seeds), s.SLOTTFTS, s.SLOTPOTS*1000)
 	b.WriteString("| policy |")
 	for _, l := range loads {
 		fmt.Fprintf(&b, " load %.1f |", l)
@@ -77,4 +77,13 @@ func seconds(s float64) string {
 		return fmt.Sprintf("%.2f", s)
 	}
 	return fmt.Sprintf("%.3f", s)
+}
+
+// loadOneRate says how many times the trace's own arrival rate load 1.0
+// is.
+func loadOneRate(s Setup) string {
+	if !(s.TraceWorkTokS > 0) {
+		return "an unknown multiple of"
+	}
+	return fmt.Sprintf("%.1fx", s.FleetPrefillTokS/s.TraceWorkTokS)
 }

@@ -51,18 +51,23 @@ type Results struct {
 
 // Setup records what the numbers depend on besides the trace.
 type Setup struct {
-	BlockSize           int      `json:"block_size"`
-	NumBlocks           int      `json:"num_blocks"`
-	MaxNumSeqs          int      `json:"max_num_seqs"`
-	MaxNumBatchedTokens int      `json:"max_num_batched_tokens"`
-	Profile             string   `json:"profile"`
-	FleetPrefillTokS    float64  `json:"fleet_prefill_tokens_per_s"`
-	TraceTokS           float64  `json:"trace_prefill_tokens_per_s"`
-	ScrapeIntervalS     float64  `json:"scrape_interval_s"`
-	SLOTTFTS            float64  `json:"slo_ttft_s"`
-	SLOTPOTS            float64  `json:"slo_tpot_s"`
-	Seeds               int      `json:"seeds"`
-	Policies            []string `json:"policies"`
+	BlockSize           int     `json:"block_size"`
+	NumBlocks           int     `json:"num_blocks"`
+	MaxNumSeqs          int     `json:"max_num_seqs"`
+	MaxNumBatchedTokens int     `json:"max_num_batched_tokens"`
+	Profile             string  `json:"profile"`
+	FleetPrefillTokS    float64 `json:"fleet_prefill_tokens_per_s"`
+	TraceTokS           float64 `json:"trace_prefill_tokens_per_s"`
+	// TraceWorkTokS: the trace's work at its own rate (OfferedWorkRate);
+	// a load is this times the rate scale over FleetPrefillTokS.
+	TraceWorkTokS float64 `json:"trace_work_tokens_per_s"`
+	// DecodeTokenWork: an output token's work in prefill tokens.
+	DecodeTokenWork float64  `json:"decode_token_work"`
+	ScrapeIntervalS float64  `json:"scrape_interval_s"`
+	SLOTTFTS        float64  `json:"slo_ttft_s"`
+	SLOTPOTS        float64  `json:"slo_tpot_s"`
+	Seeds           int      `json:"seeds"`
+	Policies        []string `json:"policies"`
 }
 
 // Cell is one (load, policy) over its seeds: each measure's mean and the

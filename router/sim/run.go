@@ -33,7 +33,7 @@ const maxZeroSteps = 10_000
 // runSpec is one (policy, arrival stretch, seed).
 type runSpec struct {
 	policy    string
-	load      float64 // offered prefill over fleet prefill capacity
+	load      float64 // the work past the pooled cache over the fleet's capacity (Config.Loads)
 	rateScale float64 // arrival-rate multiplier over the trace's
 	seed      uint64
 }

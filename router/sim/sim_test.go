@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/kvhash/kvhash/internal/mooncake"
+	"github.com/kvhash/kvhash/router/engine"
 	"github.com/kvhash/kvhash/router/route/policy"
 )
 
@@ -123,6 +124,28 @@ func TestBoundsByHand(t *testing.T) {
 	require.NoError(t, err)
 	assert.InDelta(t, 1024.0/2624, b.InfiniteHitRate, 1e-12)
 	assert.InDelta(t, 512.0/2624, b.PooledLRUHitRate, 1e-12)
+	assert.Equal(t, 2624-512, b.PooledLRUMissTokens)
+
+	// The load's work over the trace's 2 ms: the pooled cache's misses
+	// plus three output tokens at a decode token's price.
+	cfg := engine.DefaultConfig()
+	per := DecodeTokenWork(cfg)
+	work, err := OfferedWorkRate(tr.Requests, b, cfg)
+	require.NoError(t, err)
+	assert.InDelta(t, (2112+3*per)/0.002, work, 1e-6)
+}
+
+// An output token's price for the mocker profile by hand: a decode step at
+// half KV use (-25.74/4 + 54.01/2 + 5.74 = 26.35 ms) over 256 sequences,
+// against an 8,192-token prefill step (4.209989e-7 * 8192^2 + 0.01518344 *
+// 8192 + 16.50142 = 169.13 ms, the profile's exact coefficients) over its
+// tokens.
+func TestDecodeTokenWorkByHand(t *testing.T) {
+	cfg := engine.DefaultConfig()
+	decode := (-25.74/4 + 54.01/2 + 5.74) / 256
+	prefill := (4.209989e-7*8192*8192 + 0.01518344*8192 + 16.50142) / 8192
+	assert.InDelta(t, decode/prefill, DecodeTokenWork(cfg), 1e-9)
+	assert.InDelta(t, 4.98, DecodeTokenWork(cfg), 0.01)
 }
 
 func TestStatistics(t *testing.T) {

@@ -20,16 +20,17 @@ func Run(ctx context.Context, cfg Config) (Results, error) {
 	}
 	reqs := cfg.Trace.Requests
 	capacity := FleetPrefillCapacity(cfg.Engine, cfg.Engines)
-	// A load needs the trace's rate; rate scales do not (a one-request
-	// trace replays at --rate-scale, its load reported as 0).
-	offered, err := OfferedPrefillRate(reqs)
-	if err != nil && len(cfg.Loads) > 0 {
-		return Results{}, err
-	}
 	bounds, err := ComputeBounds(cfg.Trace, cfg.Engine.BlockSize, cfg.Engines*cfg.Engine.NumBlocks)
 	if err != nil {
 		return Results{}, err
 	}
+	// A load needs the trace's rate; rate scales do not (a one-request
+	// trace replays at --rate-scale, its load reported as 0).
+	offered, err := OfferedWorkRate(reqs, bounds, cfg.Engine)
+	if err != nil && len(cfg.Loads) > 0 {
+		return Results{}, err
+	}
+	prompt, _ := OfferedPrefillRate(reqs)
 	order := arrivalOrder(reqs)
 
 	type job struct {
@@ -105,7 +106,7 @@ feed:
 		Setup: Setup{
 			BlockSize: cfg.Engine.BlockSize, NumBlocks: cfg.Engine.NumBlocks, MaxNumSeqs: cfg.Engine.MaxNumSeqs,
 			MaxNumBatchedTokens: cfg.Engine.MaxNumBatchedTokens, Profile: cfg.Engine.Profile.Name,
-			FleetPrefillTokS: capacity, TraceTokS: offered, ScrapeIntervalS: cfg.ScrapeInterval.Seconds(),
+			FleetPrefillTokS: capacity, TraceTokS: prompt, TraceWorkTokS: offered, DecodeTokenWork: DecodeTokenWork(cfg.Engine), ScrapeIntervalS: cfg.ScrapeInterval.Seconds(),
 			SLOTTFTS: cfg.SLO.TTFT.Seconds(), SLOTPOTS: cfg.SLO.TPOT.Seconds(), Seeds: cfg.Seeds, Policies: cfg.Policies,
 		},
 		Rows: rows, Summary: summarize(rows),

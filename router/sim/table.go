@@ -13,8 +13,8 @@ import (
 func WriteTable(w io.Writer, res Results) error {
 	s := res.Setup
 	fmt.Fprintf(w, "trace: %s\n", res.Trace)
-	fmt.Fprintf(w, "fleet: %d engines x %d blocks of %d tokens, max %d seqs, %d tokens/step, profile %s; prefill capacity %.0f tok/s; trace at 1x offers %.0f tok/s\n",
-		res.Engines, s.NumBlocks, s.BlockSize, s.MaxNumSeqs, s.MaxNumBatchedTokens, s.Profile, s.FleetPrefillTokS, s.TraceTokS)
+	fmt.Fprintf(w, "fleet: %d engines x %d blocks of %d tokens, max %d seqs, %d tokens/step, profile %s; capacity %.0f tok/s; trace at 1x offers %.0f prompt tok/s, %.0f tok/s of work past the pooled cache (an output token = %.1f prefill tokens; load = work x rate / capacity)\n",
+		res.Engines, s.NumBlocks, s.BlockSize, s.MaxNumSeqs, s.MaxNumBatchedTokens, s.Profile, s.FleetPrefillTokS, s.TraceTokS, s.TraceWorkTokS, s.DecodeTokenWork)
 	fmt.Fprintf(w, "bounds: infinite cache hit %.3f, pooled LRU (%d blocks) hit %.3f; SLO TTFT <= %gs, TPOT <= %gms; %d seed(s)\n\n",
 		res.Bounds.InfiniteHitRate, res.Bounds.PooledLRUCapacity, res.Bounds.PooledLRUHitRate, s.SLOTTFTS, s.SLOTPOTS*1000, s.Seeds)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)

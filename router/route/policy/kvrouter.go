@@ -1,6 +1,8 @@
 package policy
 
 import (
+	"time"
+
 	"github.com/kvhash/kvhash/core"
 	"github.com/kvhash/kvhash/router/route"
 )
@@ -37,6 +39,9 @@ type routerPolicy struct {
 	name string
 	rt   *route.Router
 	env  Env
+	// gauges: the scrape last passed to the router per worker (kvrouter
+	// only: Dynamo's cost reads no gauges), so each scrape is passed once.
+	gauges map[core.Worker]Metrics
 }
 
 func newRouterPolicy(name string, env Env, p route.Params) (*routerPolicy, error) {
@@ -44,7 +49,11 @@ func newRouterPolicy(name string, env Env, p route.Params) (*routerPolicy, error
 	if err != nil {
 		return nil, err
 	}
-	return &routerPolicy{name: name, rt: rt, env: env}, nil
+	rp := &routerPolicy{name: name, rt: rt, env: env}
+	if p.Cost == route.CostTTFT {
+		rp.gauges = map[core.Worker]Metrics{}
+	}
+	return rp, nil
 }
 
 func (p *routerPolicy) Name() string { return p.name }
@@ -54,6 +63,9 @@ func (p *routerPolicy) Name() string { return p.name }
 func (p *routerPolicy) Router() *route.Router { return p.rt }
 
 func (p *routerPolicy) Pick(q *Query, rows []Row) (int, error) {
+	if p.gauges != nil {
+		p.observeGauges(rows)
+	}
 	d, err := p.rt.Route(route.Request{Model: p.env.Model, TokenIDs: q.Tokens, RequestID: q.RequestID})
 	if err != nil {
 		return 0, err
@@ -65,3 +77,17 @@ func (p *routerPolicy) PrefillDone(id string) { p.rt.PrefillDone(id) }
 func (p *routerPolicy) Free(id string)        { p.rt.Free(id) }
 
 func workerOf(d route.Decision) core.Worker { return core.Worker{ID: d.WorkerID, DPRank: d.DPRank} }
+
+// observeGauges hands the router each worker's scrape when it changed.
+// (A scrape that reads the same values twice is passed once: the router
+// then dead-reckons from the first, slightly older, reading.)
+func (p *routerPolicy) observeGauges(rows []Row) {
+	for i := range rows {
+		m := rows[i].Metrics
+		if last, ok := p.gauges[rows[i].Worker]; ok && last == m {
+			continue
+		}
+		p.gauges[rows[i].Worker] = m
+		p.rt.ObserveGauges(rows[i].Worker, route.EngineGauges{Waiting: m.Waiting, Running: m.Running, KVUsage: m.KVUsage}, time.Time{})
+	}
+}
