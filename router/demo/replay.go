@@ -26,6 +26,7 @@ type outcome struct {
 	haveUsage, haveTTFT bool
 	retries             int           // 429s before this answer
 	retryAfter          time.Duration // a 429's Retry-After
+	errCode             string        // a failed answer's OpenAI error code
 }
 
 // requestBody is one trace request as a streaming completion with token
@@ -85,6 +86,14 @@ func send(ctx context.Context, hc *http.Client, url string, pol proxy.Policy, bo
 	if resp.StatusCode != http.StatusOK {
 		if secs, err := strconv.Atoi(resp.Header.Get("Retry-After")); err == nil {
 			o.retryAfter = time.Duration(max(secs, 0)) * time.Second
+		}
+		var e struct {
+			Error struct {
+				Code string `json:"code"`
+			} `json:"error"`
+		}
+		if json.NewDecoder(io.LimitReader(resp.Body, 64<<10)).Decode(&e) == nil {
+			o.errCode = e.Error.Code
 		}
 		_, _ = io.Copy(io.Discard, resp.Body)
 		return o
@@ -232,6 +241,10 @@ type Result struct {
 	Quarantines   uint64
 	// Retries: 429s (every engine at its limit) the replay waited out.
 	Retries int
+	// FailedBy: the failed requests by what they got: an HTTP status
+	// ("503"), "no answer" (the connection failed) or "cut short" (a 200
+	// whose stream ended without usage or [DONE]).
+	FailedBy map[string]int
 	// The schedule: the speed asked and the speed the replay ended at
 	// (lower when the host could not keep the schedule), and how late
 	// requests went out (p90, max).
@@ -249,6 +262,10 @@ func summarize(pol proxy.Policy, outs []outcome) Result {
 	for _, o := range outs {
 		if !o.ok {
 			r.Failed++
+			if r.FailedBy == nil {
+				r.FailedBy = map[string]int{}
+			}
+			r.FailedBy[failureKind(o)]++
 		} else {
 			r.PromptTokens += int64(o.prompt)
 			r.CachedTokens += int64(o.cached)
@@ -270,6 +287,20 @@ func summarize(pol proxy.Policy, outs []outcome) Result {
 	r.RouteP50Us = quantile(route, 0.5)
 	r.RouteP99Us = quantile(route, 0.99)
 	return r
+}
+
+// failureKind names what a failed request got (Result.FailedBy).
+func failureKind(o outcome) string {
+	switch {
+	case o.status == 0:
+		return "no answer"
+	case o.status == http.StatusOK:
+		return "cut short"
+	case o.errCode != "":
+		return strconv.Itoa(o.status) + " " + o.errCode
+	default:
+		return strconv.Itoa(o.status)
+	}
 }
 
 func mean(v []float64) float64 {

@@ -6,7 +6,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -44,6 +46,14 @@ func scheduleNote(r Result) string {
 			s += fmt.Sprintf("; it ran at %.3gx instead of %.3gx (--speedup fixes it, or lower it)", r.Speed, r.AskedSpeed)
 		}
 		parts = append(parts, s)
+	}
+	if len(r.FailedBy) > 0 {
+		kinds := slices.Sorted(maps.Keys(r.FailedBy))
+		got := make([]string, len(kinds))
+		for i, k := range kinds {
+			got[i] = fmt.Sprintf("%d %s", r.FailedBy[k], k)
+		}
+		parts = append(parts, fmt.Sprintf("%d failed (%s)", r.Failed, strings.Join(got, ", ")))
 	}
 	if r.Retries > 0 {
 		parts = append(parts, fmt.Sprintf("%d answers were 429 (every engine at its limit) and retried after Retry-After", r.Retries))

@@ -46,6 +46,23 @@ func TestScheduleNote(t *testing.T) {
 	assert.Contains(t, b.String(), note)
 }
 
+// Failed requests are counted by what they got, so a user sees whether
+// the fleet, kvrouter or the connection failed them.
+func TestFailuresAreNamedByWhatTheyGot(t *testing.T) {
+	outs := []outcome{
+		{ok: true, status: 200, haveUsage: true},
+		{status: 503, errCode: "no_worker"},
+		{status: 503, errCode: "no_worker"},
+		{status: 502},
+		{status: 200},
+		{},
+	}
+	r := summarize(proxy.PolicyKV, outs)
+	assert.Equal(t, 5, r.Failed)
+	assert.Equal(t, map[string]int{"503 no_worker": 2, "502": 1, "cut short": 1, "no answer": 1}, r.FailedBy)
+	assert.Contains(t, scheduleNote(r), "kvrouter: 5 failed (1 502, 2 503 no_worker, 1 cut short, 1 no answer")
+}
+
 // The demo points at the dashboard only while it is up.
 func TestNextSteps(t *testing.T) {
 	assert.Contains(t, nextSteps("http://127.0.0.1:8090", true), "the dashboard http://127.0.0.1:8090/")

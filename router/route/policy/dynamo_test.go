@@ -97,3 +97,27 @@ func TestDynamoKnobs(t *testing.T) {
 		assert.Equal(t, tc.want, i, "credit %v", tc.credit)
 	}
 }
+
+// The router-backed policies choose among the rows they are given: the
+// proxy leaves out workers without a free slot, and the demo saw 503s
+// (no_worker) when Dynamo's cost chose the warm worker that was left out.
+func TestRouterPoliciesChooseAmongTheRowsGiven(t *testing.T) {
+	for _, name := range []string{Dynamo, KVRouter} {
+		t.Run(name, func(t *testing.T) {
+			f := newFleet(t, 1, 2, 3)
+			env := f.env(1)
+			env.Dynamo = route.DefaultParams()
+			p, err := New(name, env)
+			require.NoError(t, err)
+			prompt := tokens(0, 64*testBS)
+			f.store(2, prompt) // worker 2 holds it all: every cost prefers it
+			i, err := p.Pick(f.query("q", prompt), rowsOf(1, 3))
+			require.NoError(t, err, "worker 2 is not a row; the choice must be one that is")
+			assert.Contains(t, []int{0, 1}, i)
+			rt := p.(interface{ Router() *route.Router }).Router()
+			for _, w := range rt.Stats().Workers {
+				assert.NotEqual(t, uint64(2), w.Worker.ID, "no load recorded on the worker left out")
+			}
+		})
+	}
+}

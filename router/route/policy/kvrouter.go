@@ -1,6 +1,8 @@
 package policy
 
 import (
+	"cmp"
+	"slices"
 	"time"
 
 	"github.com/kvhash/kvhash/core"
@@ -66,7 +68,11 @@ func (p *routerPolicy) Pick(q *Query, rows []Row) (int, error) {
 	if p.gauges != nil {
 		p.observeGauges(rows)
 	}
-	d, err := p.rt.Route(route.Request{Model: p.env.Model, TokenIDs: q.Tokens, RequestID: q.RequestID})
+	// Only the rows are candidates: a caller leaves out the workers it
+	// cannot send to now (the proxy: no free slot), and a choice outside
+	// them would be an error for a request the fleet can serve.
+	d, err := p.rt.Route(route.Request{Model: p.env.Model, TokenIDs: q.Tokens, RequestID: q.RequestID,
+		Eligible: func(id uint64) bool { return hasWorker(rows, id) }})
 	if err != nil {
 		return 0, err
 	}
@@ -75,6 +81,13 @@ func (p *routerPolicy) Pick(q *Query, rows []Row) (int, error) {
 
 func (p *routerPolicy) PrefillDone(id string) { p.rt.PrefillDone(id) }
 func (p *routerPolicy) Free(id string)        { p.rt.Free(id) }
+
+// hasWorker reports whether rows (sorted by worker) hold a rank of
+// worker id.
+func hasWorker(rows []Row, id uint64) bool {
+	_, ok := slices.BinarySearchFunc(rows, id, func(r Row, id uint64) int { return cmp.Compare(r.Worker.ID, id) })
+	return ok
+}
 
 func workerOf(d route.Decision) core.Worker { return core.Worker{ID: d.WorkerID, DPRank: d.DPRank} }
 
