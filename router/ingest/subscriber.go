@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"runtime"
 	"sync"
 	"time"
 
@@ -39,6 +40,14 @@ type Options struct {
 	// that sends more has its connection dropped before the message is
 	// read; the socket serves the others (Stats.Oversized).
 	MaxMessageBytes int64
+	// Workers bounds how many Sources decode and hand a batch to the
+	// Handler at once (default GOMAXPROCS-1, at least 1). Left unbounded,
+	// a burst over many engines keeps every P busy with runnable ingest
+	// goroutines; the scheduler then looks at the network only when
+	// sysmon does (every ~10 ms), and a query waits that long for its
+	// socket to be noticed. Bounded, one P is left to the readers, the
+	// collector and whatever serves the index.
+	Workers int
 }
 
 func (o *Options) setDefaults() {
@@ -65,6 +74,9 @@ func (o *Options) setDefaults() {
 	}
 	if o.MaxMessageBytes == 0 {
 		o.MaxMessageBytes = DefaultMaxMessageBytes
+	}
+	if o.Workers <= 0 {
+		o.Workers = max(1, runtime.GOMAXPROCS(0)-1)
 	}
 }
 
@@ -99,7 +111,10 @@ type Subscriber struct {
 	bound   *boundEndpoint
 	closed  bool
 
-	zcap      *zmqcap.Cap // every socket's cap on a peer's message
+	zcap *zmqcap.Cap // every socket's cap on a peer's message
+	// workers holds a token per batch being decoded and handled
+	// (Options.Workers).
+	workers   chan struct{}
 	oversized oversizedLog
 }
 
@@ -110,7 +125,7 @@ func New(opts Options) (*Subscriber, error) {
 		return nil, errors.New("ingest: Options.Handler is nil")
 	}
 	opts.setDefaults()
-	s := &Subscriber{opts: opts, streams: make(map[sourceKey]*stream)}
+	s := &Subscriber{opts: opts, streams: make(map[sourceKey]*stream), workers: make(chan struct{}, opts.Workers)}
 	zcap, err := zmqcap.New(opts.MaxMessageBytes, s.onOversized)
 	if err != nil {
 		return nil, fmt.Errorf("ingest: Options.MaxMessageBytes: %w", err)

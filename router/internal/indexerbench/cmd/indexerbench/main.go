@@ -27,6 +27,7 @@ func main() {
 func run() error {
 	kvrouter := flag.String("kvrouter", "build/bin/kvrouter", "kvrouter binary")
 	python := flag.String("python", "build/venv/bin/python", "the venv's python, with ai-dynamo-runtime")
+	against := flag.String("against", "", "a second kvrouter binary to run in Dynamo's place (A/B of two builds; the table's Dynamo column is then that build)")
 	dynThreads := flag.Int("dynamo-threads", 0, "Dynamo indexer --threads (0: its default, 4)")
 	engines := flag.String("engines", "4,32", "engine counts")
 	blocks := flag.String("blocks", "2M,8M", "stored blocks per stream (k and M suffixes)")
@@ -59,6 +60,10 @@ func run() error {
 		rateList = append(rateList, float64(v))
 	}
 	sides := []ib.Command{ib.KVRouterCommand(*kvrouter, 16), ib.DynamoCommand(*python, *dynThreads)}
+	if *against != "" {
+		sides[1] = ib.KVRouterCommand(*against, 16)
+		sides[1].Name = "kvrouter-B"
+	}
 
 	ctx := context.Background()
 	var cells []ib.Cell
