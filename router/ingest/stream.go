@@ -289,9 +289,13 @@ func (st *stream) deliver(topic string, seq uint64, payload []byte) {
 	st.callBatch(b)
 }
 
-// takeWorker waits for one of the Subscriber's Options.Workers tokens;
-// false when the stream stops meanwhile.
+// takeWorker waits for one of the Subscriber's Options.Workers tokens
+// (none to wait for when unbounded); false when the stream stops
+// meanwhile.
 func (st *stream) takeWorker() bool {
+	if st.sub.workers == nil {
+		return true
+	}
 	select {
 	case st.sub.workers <- struct{}{}:
 		return true
@@ -306,7 +310,11 @@ func (st *stream) takeWorker() bool {
 	}
 }
 
-func (st *stream) releaseWorker() { <-st.sub.workers }
+func (st *stream) releaseWorker() {
+	if st.sub.workers != nil {
+		<-st.sub.workers
+	}
+}
 
 // decode never panics: a decoder panic (a bug) is a malformed message.
 func (st *stream) decode(topic string, seq uint64, payload []byte) (b *Batch, unknown int, err error) {

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"runtime"
 	"sync"
 	"time"
 
@@ -40,13 +39,14 @@ type Options struct {
 	// that sends more has its connection dropped before the message is
 	// read; the socket serves the others (Stats.Oversized).
 	MaxMessageBytes int64
-	// Workers bounds how many Sources decode and hand a batch to the
-	// Handler at once (default GOMAXPROCS-1, at least 1). Left unbounded,
-	// a burst over many engines keeps every P busy with runnable ingest
-	// goroutines; the scheduler then looks at the network only when
-	// sysmon does (every ~10 ms), and a query waits that long for its
-	// socket to be noticed. Bounded, one P is left to the readers, the
-	// collector and whatever serves the index.
+	// Workers, when above 0, bounds how many Sources decode and hand a
+	// batch to the Handler at once (default 0: every Source at once).
+	// Unbounded, a burst over many engines keeps every P busy with
+	// runnable ingest goroutines, and Go's scheduler notices a ready
+	// socket (a query) only when sysmon polls (~10 ms). GOMAXPROCS-1
+	// leaves a P to the readers, the collector and the queries: measured
+	// on 2 cores, burst query p50 about halved and more queries answered,
+	// for about a quarter less burst ingest (docs/guides/indexer-benchmark.md).
 	Workers int
 }
 
@@ -74,9 +74,6 @@ func (o *Options) setDefaults() {
 	}
 	if o.MaxMessageBytes == 0 {
 		o.MaxMessageBytes = DefaultMaxMessageBytes
-	}
-	if o.Workers <= 0 {
-		o.Workers = max(1, runtime.GOMAXPROCS(0)-1)
 	}
 }
 
@@ -113,7 +110,7 @@ type Subscriber struct {
 
 	zcap *zmqcap.Cap // every socket's cap on a peer's message
 	// workers holds a token per batch being decoded and handled
-	// (Options.Workers).
+	// (Options.Workers); nil: unbounded.
 	workers   chan struct{}
 	oversized oversizedLog
 }
@@ -125,7 +122,10 @@ func New(opts Options) (*Subscriber, error) {
 		return nil, errors.New("ingest: Options.Handler is nil")
 	}
 	opts.setDefaults()
-	s := &Subscriber{opts: opts, streams: make(map[sourceKey]*stream), workers: make(chan struct{}, opts.Workers)}
+	s := &Subscriber{opts: opts, streams: make(map[sourceKey]*stream)}
+	if opts.Workers > 0 {
+		s.workers = make(chan struct{}, opts.Workers)
+	}
 	zcap, err := zmqcap.New(opts.MaxMessageBytes, s.onOversized)
 	if err != nil {
 		return nil, fmt.Errorf("ingest: Options.MaxMessageBytes: %w", err)
