@@ -12,7 +12,8 @@ import (
 // indexer, its messages capped at cfg.ZMQMaxMessageBytes.
 func newIngest(cfg config.Config) serve.NewIngestFunc {
 	return func(h ingest.Handler, log *slog.Logger) (serve.Ingest, error) {
-		return ingest.New(ingest.Options{Handler: h, Logger: log, MaxMessageBytes: cfg.ZMQMaxMessageBytes})
+		return ingest.New(ingest.Options{Handler: h, Logger: log, MaxMessageBytes: cfg.ZMQMaxMessageBytes,
+			Workers: cfg.IngestWorkers})
 	}
 }
 

@@ -39,6 +39,9 @@ type Config struct {
 	// ZMQMaxMessageBytes caps one ZeroMQ message from any peer (engines,
 	// anyone reaching bind); a peer over it is disconnected and counted.
 	ZMQMaxMessageBytes int64 `yaml:"zmq_max_message_bytes"`
+	// IngestWorkers, when above 0, bounds how many engines' batches are
+	// decoded and applied at once (ingest.Options.Workers; 0: all).
+	IngestWorkers int `yaml:"ingest_workers,omitempty"`
 
 	Log      Log      `yaml:"log"`
 	Snapshot Snapshot `yaml:"snapshot"`
@@ -206,6 +209,9 @@ func (c *Config) Validate() error {
 	}
 	if c.Bind != "" && !strings.Contains(c.Bind, "://") {
 		bad("bind: %q; want transport://address (tcp://*:5557)", c.Bind)
+	}
+	if c.IngestWorkers < 0 {
+		bad("ingest_workers: %d; want 0 (unbounded) or more", c.IngestWorkers)
 	}
 	if c.ZMQMaxMessageBytes < MinZMQMaxMessageBytes || c.ZMQMaxMessageBytes > 1<<62 {
 		bad("zmq_max_message_bytes: %d; want %d..2^62", c.ZMQMaxMessageBytes, MinZMQMaxMessageBytes)

@@ -49,6 +49,14 @@
 // Source's goroutine; live messages wait in the queue meanwhile and those
 // the replay already delivered are dropped by seq (Stats.Duplicates).
 //
+// Options.Workers can bound how many sources decode and call the Handler
+// at once (the others' batches wait their turn, Stats.WorkerWaits). With
+// every P busy with runnable ingest goroutines, Go's scheduler notices a
+// ready socket only when sysmon polls (about every 10 ms), so a query
+// arriving during a burst waits up to that long before its handler runs;
+// GOMAXPROCS-1 workers leave a P for the socket readers, the collector
+// and the queries, at the cost of some burst throughput.
+//
 // ingesttest builds realistic payloads for benchmarks; metrics.go exports
 // Stats as Prometheus metrics (Collector).
 package ingest

@@ -26,6 +26,7 @@ type Stats struct {
 	Disconnects    atomic.Uint64
 	HandlerPanics  atomic.Uint64 // Handler calls that panicked (recovered)
 	QueueWaits     atomic.Uint64 // times a receiver waited for a full per-source queue
+	WorkerWaits    atomic.Uint64 // batches that waited for one of Options.Workers
 	Oversized      atomic.Uint64 // peers' connections dropped for a message over Options.MaxMessageBytes
 
 	events    [AllBlocksCleared + 1]atomic.Uint64

@@ -262,6 +262,10 @@ func (st *stream) deliver(topic string, seq uint64, payload []byte) {
 	st.stats.HaveSeq.Store(true)
 	st.stats.LastSeq.Store(st.last)
 
+	if !st.takeWorker() {
+		return // stopped: the batch is not ours to apply any more
+	}
+	defer st.releaseWorker()
 	b, unknown, err := st.decode(topic, seq, payload)
 	if err != nil {
 		st.malformed(err)
@@ -283,6 +287,33 @@ func (st *stream) deliver(topic string, seq uint64, payload []byte) {
 	st.sub.stats.Batches.Add(1)
 	st.stats.Batches.Add(1)
 	st.callBatch(b)
+}
+
+// takeWorker waits for one of the Subscriber's Options.Workers tokens
+// (none to wait for when unbounded); false when the stream stops
+// meanwhile.
+func (st *stream) takeWorker() bool {
+	if st.sub.workers == nil {
+		return true
+	}
+	select {
+	case st.sub.workers <- struct{}{}:
+		return true
+	default:
+	}
+	st.sub.stats.WorkerWaits.Add(1)
+	select {
+	case st.sub.workers <- struct{}{}:
+		return true
+	case <-st.ctx.Done():
+		return false
+	}
+}
+
+func (st *stream) releaseWorker() {
+	if st.sub.workers != nil {
+		<-st.sub.workers
+	}
 }
 
 // decode never panics: a decoder panic (a bug) is a malformed message.

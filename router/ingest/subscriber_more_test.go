@@ -4,6 +4,7 @@ import (
 	"encoding/hex"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -314,4 +315,65 @@ func testSlowHandlerLosesNothing(t *testing.T, opts Options) {
 	}
 	assert.Positive(t, s.Stats().QueueWaits.Load(), "the receiver waited instead of dropping")
 	assert.Zero(t, s.Stats().Gaps.Load())
+}
+
+// overlapCounter records how many HandleBatch calls run at once.
+type overlapCounter struct {
+	*recorder
+	running, most atomic.Int32
+}
+
+func (o *overlapCounter) HandleBatch(src Source, b *Batch) {
+	n := o.running.Add(1)
+	for {
+		m := o.most.Load()
+		if n <= m || o.most.CompareAndSwap(m, n) {
+			break
+		}
+	}
+	time.Sleep(2 * time.Millisecond) // long enough for the other sources' calls to pile up
+	o.running.Add(-1)
+	o.recorder.HandleBatch(src, b)
+}
+
+// Options.Workers bounds how many sources' batches are handled at once
+// (the rest wait, counted), and every source still gets all its batches
+// in order.
+func TestSubscriberWorkersBoundConcurrentHandlerCalls(t *testing.T) {
+	for _, workers := range []int{1, 2} {
+		t.Run(strconv.Itoa(workers), func(t *testing.T) {
+			e := enginetest.StartPublisher(t)
+			rec := &overlapCounter{recorder: newRecorder()}
+			s, err := New(Options{Handler: rec, Workers: workers, ReconnectMin: 20 * time.Millisecond})
+			require.NoError(t, err)
+			t.Cleanup(func() { _ = s.Close() })
+			const engines, n = 4, 20
+			for i := range engines {
+				name := "e" + strconv.Itoa(i)
+				sub := openEngine(t, e, name, 0, nil)
+				sub.WorkerID = uint64(i + 1)
+				subscribeReady(t, s, e, name, sub)
+			}
+			for j := range n {
+				for i := range engines {
+					e.Send("e"+strconv.Itoa(i), batchOf(storedEv([]uint64{uint64(j + 1)}, nil, 0)))
+				}
+			}
+			rec.waitFor(t, "every batch", func() bool { return len(rec.batches) == engines*n })
+			assert.LessOrEqual(t, rec.most.Load(), int32(workers))
+			assert.Positive(t, s.Stats().WorkerWaits.Load(), "sources waited for a worker")
+			perSource := map[uint64][]uint64{}
+			rec.mu.Lock()
+			for _, b := range rec.batches {
+				perSource[b.src.WorkerID] = append(perSource[b.src.WorkerID], b.b.Seq)
+			}
+			rec.mu.Unlock()
+			for id, seqs := range perSource {
+				for i, seq := range seqs {
+					require.Equal(t, uint64(i), seq, "worker %d", id)
+				}
+			}
+			assert.Len(t, perSource, engines)
+		})
+	}
 }

@@ -2,6 +2,7 @@ package indexerbench
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 )
@@ -19,6 +20,11 @@ type RunConfig struct {
 	PollInterval time.Duration
 	// Timeout bounds the stream's ingestion.
 	Timeout time.Duration
+	// QueryClient, when set, is the argv of a process that sends the
+	// queries (ServeQueryClient; indexerbench query-client), so that the
+	// publishers' goroutines do not delay the client's own reads.
+	// Empty: a goroutine of this process.
+	QueryClient []string
 }
 
 // Result is what one run measured.
@@ -58,13 +64,28 @@ func Run(ctx context.Context, t *Target, pubs *Publishers, st *Stream, cfg RunCo
 	defer cancel()
 	queryCtx, stopQueries := context.WithCancel(runCtx)
 	queried := make(chan QueryStats, 1)
-	go func() { queried <- DriveQueries(queryCtx, t.URL, cfg.Queries, cfg.QueryRate) }()
+	var qproc *queryProcess
+	if len(cfg.QueryClient) > 0 {
+		qproc, err = startQueryProcess(cfg.QueryClient, queryJob{URL: t.URL, Rate: cfg.QueryRate, Queries: cfg.Queries})
+		if err != nil {
+			stopQueries()
+			return res, err
+		}
+	} else {
+		go func() { queried <- DriveQueries(queryCtx, t.URL, cfg.Queries, cfg.QueryRate) }()
+	}
 	start := time.Now()
 	published := make(chan error, 1)
 	go func() { published <- pubs.Publish(runCtx, st, cfg.Rate) }()
 	done, err := WaitComplete(runCtx, t.URL, st.SentinelQuery(), cfg.PollInterval)
 	stopQueries()
-	res.Query = <-queried
+	if qproc != nil {
+		var qerr error
+		res.Query, qerr = qproc.finish()
+		err = errors.Join(err, qerr)
+	} else {
+		res.Query = <-queried
+	}
 	if perr := <-published; err == nil && perr != nil {
 		err = perr
 	}

@@ -18,6 +18,14 @@ import (
 )
 
 func main() {
+	if len(os.Args) == 2 && os.Args[1] == "query-client" {
+		// The harness's query client, in a process of its own (RunConfig.QueryClient).
+		if err := ib.ServeQueryClient(os.Stdin, os.Stdout); err != nil {
+			fmt.Fprintln(os.Stderr, "indexerbench:", err)
+			os.Exit(1)
+		}
+		return
+	}
 	if err := run(); err != nil {
 		fmt.Fprintln(os.Stderr, "indexerbench:", err)
 		os.Exit(1)
@@ -27,6 +35,7 @@ func main() {
 func run() error {
 	kvrouter := flag.String("kvrouter", "build/bin/kvrouter", "kvrouter binary")
 	python := flag.String("python", "build/venv/bin/python", "the venv's python, with ai-dynamo-runtime")
+	against := flag.String("against", "", "a second kvrouter binary to run in Dynamo's place (A/B of two builds; the table's Dynamo column is then that build)")
 	dynThreads := flag.Int("dynamo-threads", 0, "Dynamo indexer --threads (0: its default, 4)")
 	engines := flag.String("engines", "4,32", "engine counts")
 	blocks := flag.String("blocks", "2M,8M", "stored blocks per stream (k and M suffixes)")
@@ -36,7 +45,16 @@ func run() error {
 	queries := flag.Int("queries", 200, "prepared queries (sent round-robin, each verified after the stream)")
 	out := flag.String("out", "", "also write the table to this file")
 	logDir := flag.String("logs", os.TempDir(), "directory for the indexers' logs")
+	inProcess := flag.Bool("queries-in-process", false, "send the queries from the harness's own process (a goroutine beside the publishers, whose burst delays the client's reads) instead of a query process")
 	flag.Parse()
+	var queryClient []string
+	if !*inProcess {
+		self, err := os.Executable()
+		if err != nil {
+			return err
+		}
+		queryClient = []string{self, "query-client"}
+	}
 
 	engineCounts, err := ints(*engines)
 	if err != nil {
@@ -59,6 +77,10 @@ func run() error {
 		rateList = append(rateList, float64(v))
 	}
 	sides := []ib.Command{ib.KVRouterCommand(*kvrouter, 16), ib.DynamoCommand(*python, *dynThreads)}
+	if *against != "" {
+		sides[1] = ib.KVRouterCommand(*against, 16)
+		sides[1].Name = "kvrouter-B"
+	}
 
 	ctx := context.Background()
 	var cells []ib.Cell
@@ -81,7 +103,7 @@ func run() error {
 						order = []int{1, 0}
 					}
 					for _, side := range order {
-						res, err := runOnce(ctx, sides[side], st, qs, rate, *qps, *logDir)
+						res, err := runOnce(ctx, sides[side], st, qs, rate, *qps, *logDir, queryClient)
 						if err != nil {
 							return fmt.Errorf("%s: %w", cell.Name(), err)
 						}
@@ -118,7 +140,7 @@ func run() error {
 	return nil
 }
 
-func runOnce(ctx context.Context, side ib.Command, st *ib.Stream, qs []ib.Query, rate, qps float64, logDir string) (res ib.Result, err error) {
+func runOnce(ctx context.Context, side ib.Command, st *ib.Stream, qs []ib.Query, rate, qps float64, logDir string, queryClient []string) (res ib.Result, err error) {
 	pubs, err := ib.OpenPublishers(st.Spec.Engines)
 	if err != nil {
 		return res, err
@@ -136,7 +158,7 @@ func runOnce(ctx context.Context, side ib.Command, st *ib.Stream, qs []ib.Query,
 		timeout = max(timeout, time.Duration(4*float64(st.Stored)/rate*float64(time.Second)))
 	}
 	return ib.Run(ctx, t, pubs, st, ib.RunConfig{Rate: rate, QueryRate: qps, Queries: qs,
-		PollInterval: 10 * time.Millisecond, Timeout: timeout})
+		PollInterval: 10 * time.Millisecond, Timeout: timeout, QueryClient: queryClient})
 }
 
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
