@@ -5,12 +5,15 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
+	"net"
 	"net/http"
 	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/kvhash/kvhash/router/proxy"
@@ -74,7 +77,7 @@ func send(ctx context.Context, hc *http.Client, url string, pol proxy.Policy, bo
 	req.Header.Set(proxy.PolicyHeader, string(pol))
 	resp, err := hc.Do(req)
 	if err != nil {
-		return outcome{}
+		return outcome{errCode: connectionError(err)}
 	}
 	defer resp.Body.Close()
 	o := outcome{status: resp.StatusCode, worker: resp.Header.Get(proxy.HeaderWorker)}
@@ -289,9 +292,32 @@ func summarize(pol proxy.Policy, outs []outcome) Result {
 	return r
 }
 
+// connectionError names why a request got no answer, without the
+// addresses and ports that make each error's text unique.
+func connectionError(err error) string {
+	var ne net.Error
+	switch {
+	case errors.Is(err, context.Canceled):
+		return "canceled"
+	case errors.As(err, &ne) && ne.Timeout():
+		return "timeout"
+	case errors.Is(err, syscall.ECONNRESET):
+		return "connection reset"
+	case errors.Is(err, syscall.ECONNREFUSED):
+		return "connection refused"
+	case errors.Is(err, syscall.EMFILE), errors.Is(err, syscall.ENFILE):
+		return "too many open files"
+	case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
+		return "closed before an answer"
+	}
+	return "connection error"
+}
+
 // failureKind names what a failed request got (Result.FailedBy).
 func failureKind(o outcome) string {
 	switch {
+	case o.status == 0 && o.errCode != "":
+		return "no answer: " + o.errCode
 	case o.status == 0:
 		return "no answer"
 	case o.status == http.StatusOK:

@@ -1,7 +1,9 @@
 package demo
 
 import (
+	"fmt"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -56,11 +58,12 @@ func TestFailuresAreNamedByWhatTheyGot(t *testing.T) {
 		{status: 502},
 		{status: 200},
 		{},
+		{errCode: connectionError(fmt.Errorf("read: %w", syscall.ECONNRESET))},
 	}
 	r := summarize(proxy.PolicyKV, outs)
-	assert.Equal(t, 5, r.Failed)
-	assert.Equal(t, map[string]int{"503 no_worker": 2, "502": 1, "cut short": 1, "no answer": 1}, r.FailedBy)
-	assert.Contains(t, scheduleNote(r), "kvrouter: 5 failed (1 502, 2 503 no_worker, 1 cut short, 1 no answer")
+	assert.Equal(t, 6, r.Failed)
+	assert.Equal(t, map[string]int{"503 no_worker": 2, "502": 1, "cut short": 1, "no answer": 1, "no answer: connection reset": 1}, r.FailedBy)
+	assert.Contains(t, scheduleNote(r), "kvrouter: 6 failed (1 502, 2 503 no_worker, 1 cut short, 1 no answer, 1 no answer: connection reset)")
 }
 
 // The demo points at the dashboard only while it is up.
