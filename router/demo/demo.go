@@ -84,7 +84,7 @@ func Run(ctx context.Context, o Options) ([]Result, error) {
 	// wait in this client, not in descriptors (kvrouter runs in this
 	// process: each connection is two).
 	conns := o.Engines*(cfg.Proxy.MaxNumSeqs+cfg.Proxy.EngineQueue) + cfg.Proxy.AdmissionQueue
-	hc := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 512, MaxConnsPerHost: conns}}
+	hc := replayClient(conns, cfg.Limits.IdleTimeout)
 	defer hc.CloseIdleConnections()
 	api := &client{base: rt.URL, http: hc, token: rt.AdminToken}
 	fmt.Fprintf(o.Out, "kvrouter %s (dashboard: %s/), %d kvmock engines, trace %s: %d requests at %gx\n",
