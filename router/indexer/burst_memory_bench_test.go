@@ -1,11 +1,8 @@
 package indexer
 
 import (
-	"bufio"
-	"bytes"
 	"context"
 	"encoding/binary"
-	"fmt"
 	"os"
 	"runtime"
 	"runtime/metrics"
@@ -102,32 +99,9 @@ func ingestMemory(b *testing.B, paced int) {
 			b.Fatal(err)
 		}
 	}
-	for deadline := time.Now().Add(10 * time.Second); counter.connected.Load() < engines; time.Sleep(10 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			b.Fatalf("%d of %d engines connected", counter.connected.Load(), engines)
-		}
-	}
-	time.Sleep(300 * time.Millisecond) // the subscriptions reach the publishers
+	ingesttest.WaitConnected(b, counter.connected.Load, engines)
 	runtime.GC()
-
-	heap := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
-	var peakHeap, peakRSS atomic.Uint64
-	stop := make(chan struct{})
-	var sampler sync.WaitGroup
-	sampler.Add(1)
-	go func() {
-		defer sampler.Done()
-		for {
-			metrics.Read(heap)
-			peakHeap.Store(max(peakHeap.Load(), heap[0].Value.Uint64()))
-			peakRSS.Store(max(peakRSS.Load(), rss(b)))
-			select {
-			case <-stop:
-				return
-			case <-time.After(time.Millisecond):
-			}
-		}
-	}()
+	peak := ingesttest.StartPeakMemory()
 
 	start := time.Now()
 	b.StartTimer()
@@ -166,8 +140,7 @@ func ingestMemory(b *testing.B, paced int) {
 	}
 	b.StopTimer()
 	elapsed := time.Since(start)
-	close(stop)
-	sampler.Wait()
+	peakHeap, peakRSS := peak.Stop()
 	if handled.Load() < want {
 		st := s.Stats()
 		b.Fatalf("%d of %d batches handled (messages %d, batches %d, panics %d, gaps %d, malformed %d, dup %d restarts %d unknown %d)", handled.Load(), want,
@@ -178,9 +151,10 @@ func ingestMemory(b *testing.B, paced int) {
 		got += sz.Pairs
 	}
 	runtime.GC()
+	heap := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
 	metrics.Read(heap)
-	b.ReportMetric(float64(peakHeap.Load())/(1<<20), "peak-heap-MiB")
-	b.ReportMetric(float64(peakRSS.Load())/(1<<20), "peak-rss-MiB")
+	b.ReportMetric(float64(peakHeap)/(1<<20), "peak-heap-MiB")
+	b.ReportMetric(float64(peakRSS)/(1<<20), "peak-rss-MiB")
 	b.ReportMetric(float64(heap[0].Value.Uint64())/(1<<20), "built-heap-MiB")
 	b.ReportMetric(float64(got)/1e6, "Mpairs")
 	b.ReportMetric(float64(want*int64(perBatch))/elapsed.Seconds()/1e6, "Mblocks/s")
@@ -205,24 +179,4 @@ func (h *countingHandler) HandleStream(src ingest.Source, ev ingest.StreamEvent)
 	if ev.Kind == ingest.StreamConnected {
 		h.connected.Add(1)
 	}
-}
-
-// rss is the process's resident set, from /proc/self/statm (0 where
-// there is none).
-func rss(b *testing.B) uint64 {
-	data, err := os.ReadFile("/proc/self/statm")
-	if err != nil {
-		return 0
-	}
-	sc := bufio.NewScanner(bytes.NewReader(data))
-	sc.Split(bufio.ScanWords)
-	sc.Scan()
-	if !sc.Scan() {
-		return 0
-	}
-	pages, err := strconv.ParseUint(sc.Text(), 10, 64)
-	if err != nil {
-		b.Fatal(fmt.Errorf("statm: %w", err))
-	}
-	return pages * uint64(os.Getpagesize())
 }

@@ -2,7 +2,6 @@ package ingest
 
 import (
 	"runtime"
-	"runtime/metrics"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -84,32 +83,9 @@ func burstQueueMemory(b *testing.B, queueBytes int) {
 			b.Fatal(err)
 		}
 	}
-	for deadline := time.Now().Add(10 * time.Second); h.connected.Load() < engines; time.Sleep(10 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			b.Fatalf("%d of %d engines connected", h.connected.Load(), engines)
-		}
-	}
-	time.Sleep(300 * time.Millisecond) // the subscriptions reach the publishers
+	ingesttest.WaitConnected(b, h.connected.Load, engines)
 	runtime.GC()
-	sample := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
-	var peak atomic.Uint64
-	stop := make(chan struct{})
-	var sampler sync.WaitGroup
-	sampler.Add(1)
-	go func() {
-		defer sampler.Done()
-		for {
-			metrics.Read(sample)
-			if v := sample[0].Value.Uint64(); v > peak.Load() {
-				peak.Store(v)
-			}
-			select {
-			case <-stop:
-				return
-			case <-time.After(time.Millisecond):
-			}
-		}
-	}()
+	peak := ingesttest.StartPeakMemory()
 	b.StartTimer()
 	var senders sync.WaitGroup
 	for i := range pubs {
@@ -129,9 +105,8 @@ func burstQueueMemory(b *testing.B, queueBytes int) {
 		time.Sleep(5 * time.Millisecond)
 	}
 	b.StopTimer()
-	close(stop)
-	sampler.Wait()
-	b.ReportMetric(float64(peak.Load())/(1<<20), "peak-heap-MiB")
+	peakHeap, _ := peak.Stop()
+	b.ReportMetric(float64(peakHeap)/(1<<20), "peak-heap-MiB")
 	b.ReportMetric(float64(h.batches.Load())/float64(engines*perEngine)*100, "delivered-%")
 	b.ReportMetric(float64(len(payloads[0]))/1024, "KiB/message")
 	b.StartTimer()
