@@ -50,6 +50,7 @@ Flags:
 	maxSeqs := fs.Int("max-num-seqs", def.Engine.MaxNumSeqs, "requests an engine runs at once")
 	maxBatched := fs.Int("max-num-batched-tokens", def.Engine.MaxNumBatchedTokens, "tokens an engine computes per step")
 	noChunked := fs.Bool("no-chunked-prefill", false, "a prompt must fit one step's budget whole")
+	noAdmission := fs.Bool("no-admission", false, "kvrouter routes every request when it arrives (no admission queue at the router while the fleet is saturated)")
 	scrape := fs.Duration("scrape-interval", def.ScrapeInterval, "how often engines' /metrics are scraped (policies that read them)")
 	sloTTFT := fs.Duration("slo-ttft", def.SLO.TTFT, "goodput: TTFT at most this")
 	sloTPOT := fs.Duration("slo-tpot", def.SLO.TPOT, "goodput: time per output token at most this")
@@ -73,6 +74,7 @@ Flags:
 	}
 	cfg := def
 	cfg.Engines, cfg.Seeds, cfg.Parallel, cfg.ScrapeInterval = *engines, *seeds, *parallel, *scrape
+	cfg.NoAdmission = *noAdmission
 	cfg.SLO = sim.SLO{TTFT: *sloTTFT, TPOT: *sloTPOT}
 	cfg.Dynamo.OverlapScoreCredit, cfg.Dynamo.PrefillLoadScale, cfg.Dynamo.Temperature = *credit, *scale, *temp
 	cfg.Engine.NumBlocks, cfg.Engine.BlockSize, cfg.Engine.MaxNumSeqs = *numBlocks, *blockSize, *maxSeqs

@@ -44,6 +44,10 @@ type Config struct {
 	Engine engine.Config
 	// Dynamo: the dynamo policy's knobs.
 	Dynamo route.Params
+	// NoAdmission: kvrouter routes every request when it arrives instead
+	// of holding requests at the router while the fleet is saturated
+	// (router/route/admit).
+	NoAdmission bool
 	// ScrapeInterval: how often engines' gauges are snapshot for policies
 	// that read /metrics.
 	ScrapeInterval time.Duration

@@ -33,3 +33,31 @@ func TestKVRouterBeatsDynamoUnderLoad(t *testing.T) {
 	assert.Less(t, kv.TTFTMean, dyn.TTFTMean, "TTFT mean")
 	assert.Greater(t, kv.HitRate, dyn.HitRate, "prefix hit rate")
 }
+
+// Past saturation kvrouter holds requests at the router (admission) and
+// routes them by highest response ratio: the same trace with the queue
+// off holds none and answers slower on average. At a light load nothing
+// is held.
+func TestKVRouterAdmissionQueue(t *testing.T) {
+	tr := Trace{Name: "tenants", Requests: mooncake.Generate(5, mooncake.GenerateOptions{
+		Requests: 600, RatePerSec: 20, Tenants: 24, TenantBlocks: 8, MaxOutput: 60, Family: mooncake.FamilyTenants,
+	})}
+	run := func(load float64, noAdmission bool) Row {
+		cfg := smallConfig(tr)
+		cfg.Loads = []float64{load}
+		cfg.Policies = []string{policy.KVRouter}
+		cfg.NoAdmission = noAdmission
+		res, err := Run(context.Background(), cfg)
+		require.NoError(t, err)
+		require.Len(t, res.Rows, 1)
+		return res.Rows[0]
+	}
+	held, direct := run(1.2, false), run(1.2, true)
+	t.Logf("held %d: TTFT mean %.3f p90 %.3f hit %.3f; without the queue: mean %.3f p90 %.3f hit %.3f",
+		held.Held, held.TTFTMean, held.TTFTP90, held.HitRate, direct.TTFTMean, direct.TTFTP90, direct.HitRate)
+	assert.Positive(t, held.Held, "saturated: requests are held")
+	assert.Zero(t, held.Failed, "every held request is routed in the end")
+	assert.Zero(t, direct.Held)
+	assert.Less(t, held.TTFTMean, direct.TTFTMean, "TTFT mean")
+	assert.Zero(t, run(0.1, false).Held, "a light load holds nothing")
+}

@@ -27,7 +27,10 @@ type Row struct {
 	// HitShareOfPooled: HitRate over the pooled-LRU bound's.
 	HitShareOfPooled float64 `json:"hit_share_of_pooled"`
 	PrefillTokens    int     `json:"prefill_tokens"`
-	Preemptions      int     `json:"preemptions"`
+	// Held: requests the router held before routing them (kvrouter's
+	// admission queue, router/route/admit).
+	Held        int `json:"held"`
+	Preemptions int `json:"preemptions"`
 	// LoadCV: the coefficient of variation of prefill tokens computed per
 	// engine (0: perfectly even).
 	LoadCV float64 `json:"load_cv"`
@@ -208,7 +211,7 @@ func (r *runner) row(traceRequests int, bounds Bounds) Row {
 		Requests: traceRequests, Failed: traceRequests - len(o.ttft),
 		TTFTMean: mean(o.ttft), TTFTP50: percentile(o.ttft, .5), TTFTP90: percentile(o.ttft, .9), TTFTP99: percentile(o.ttft, .99),
 		TPOTP50: percentile(o.tpot, .5), TPOTP99: percentile(o.tpot, .99), E2EP90: percentile(o.e2e, .9),
-		MakespanS: r.now.Seconds(),
+		MakespanS: r.now.Seconds(), Held: o.held,
 	}
 	if o.promptTokens > 0 {
 		row.HitRate = float64(o.cachedTokens) / float64(o.promptTokens)

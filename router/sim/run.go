@@ -14,6 +14,7 @@ import (
 	"github.com/kvhash/kvhash/router/engine"
 	"github.com/kvhash/kvhash/router/indexer"
 	"github.com/kvhash/kvhash/router/ingest"
+	"github.com/kvhash/kvhash/router/route/admit"
 	"github.com/kvhash/kvhash/router/route/policy"
 )
 
@@ -73,7 +74,12 @@ type runner struct {
 	ix      *indexer.Indexer
 	pol     policy.Policy
 	tracker policy.Tracker
-	overlap bool
+	// admitter, when the policy holds requests while the fleet is
+	// saturated: held is its queue of trace indexes.
+	admitter policy.Admitter
+	held     admit.Queue[int]
+	reqs     []mooncake.Request[float64]
+	overlap  bool
 	engines []*engineState
 	steps   stepHeap
 	live    map[string]*request
@@ -95,6 +101,7 @@ type runner struct {
 type outcomes struct {
 	ttft, tpot, e2e []float64 // seconds
 	good            int
+	held            int // requests the router held before routing
 	failed          int
 	promptTokens    int
 	cachedTokens    int
@@ -121,12 +128,15 @@ func newRunner(cfg *Config, spec runSpec, order []int, arrive []time.Duration) (
 	}
 	r.pol, err = policy.New(spec.policy, policy.Env{
 		Seed: spec.seed, Indexer: ix, Model: model, EngineBlocks: cfg.Engine.NumBlocks,
-		Dynamo: cfg.Dynamo, Now: r.clock, RequestTTL: 1000 * time.Hour,
+		Dynamo: cfg.Dynamo, Now: r.clock, RequestTTL: 1000 * time.Hour, NoAdmission: cfg.NoAdmission,
 	})
 	if err != nil {
 		return nil, err
 	}
 	r.tracker, _ = r.pol.(policy.Tracker)
+	if a, ok := r.pol.(policy.Admitter); ok && a.HoldTokens() > 0 {
+		r.admitter = a
+	}
 	if o, ok := r.pol.(policy.OverlapReader); ok {
 		r.overlap = o.ReadsOverlap()
 	}
@@ -142,6 +152,7 @@ const never = time.Duration(1<<63 - 1)
 // engine's step end, a scrape and an arrival (in that order at equal
 // times: a step's events are known before what happens at its end).
 func (r *runner) run(reqs []mooncake.Request[float64]) error {
+	r.reqs = reqs
 	next := 0
 	scrape := time.Duration(0)
 	for {
@@ -180,8 +191,64 @@ func (r *runner) run(reqs []mooncake.Request[float64]) error {
 	}
 }
 
-// arrived routes a request and hands it to the chosen engine.
+// arrived routes a request and hands it to the chosen engine, or, when
+// the policy holds requests and the fleet is saturated (or others are
+// held already), queues it at the router.
 func (r *runner) arrived(q *mooncake.Request[float64], idx int) error {
+	if r.admitter != nil {
+		hold := r.held.Len() > 0
+		if !hold {
+			r.fillRows()
+			sat, err := r.admitter.Saturated(r.rows)
+			if err != nil {
+				return fmt.Errorf("request %d: %w", idx, err)
+			}
+			hold = sat
+		}
+		if hold {
+			r.toks = r.runs.appendTokens(r.toks[:0], q)
+			s, err := r.admitter.ServiceS(&policy.Query{RequestID: "r" + strconv.Itoa(idx), Tokens: r.toks})
+			if err != nil {
+				return fmt.Errorf("request %d: %w", idx, err)
+			}
+			r.held.Push(idx, r.clock(), s)
+			r.out.held++
+			return nil
+		}
+	}
+	return r.dispatch(q, idx)
+}
+
+// release routes held requests, highest response ratio first, while the
+// fleet has room.
+func (r *runner) release() error {
+	for r.held.Len() > 0 {
+		r.fillRows()
+		sat, err := r.admitter.Saturated(r.rows)
+		if err != nil {
+			return err
+		}
+		if sat {
+			return nil
+		}
+		idx, _ := r.held.Pop(r.clock())
+		if err := r.dispatch(&r.reqs[idx], idx); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// fillRows sets every engine's row but its overlap.
+func (r *runner) fillRows() {
+	for i, e := range r.engines {
+		r.rows[i] = policy.Row{Worker: e.worker, Requests: e.requests, Tokens: e.tokens, Metrics: e.scraped}
+	}
+}
+
+// dispatch routes request idx now and hands it to the chosen engine; its
+// TTFT counts from its arrival.
+func (r *runner) dispatch(q *mooncake.Request[float64], idx int) error {
 	id := "r" + strconv.Itoa(idx)
 	toks := r.runs.appendTokens(r.toks[:0], q)
 	r.toks = toks
@@ -191,9 +258,7 @@ func (r *runner) arrived(q *mooncake.Request[float64], idx int) error {
 		return err
 	}
 	seq := core.SequenceHashes(r.local)
-	for i, e := range r.engines {
-		r.rows[i] = policy.Row{Worker: e.worker, Requests: e.requests, Tokens: e.tokens, Metrics: e.scraped}
-	}
+	r.fillRows()
 	if r.overlap {
 		r.overlaps, err = r.ix.AppendOverlaps(r.overlaps[:0], indexer.ModelKey{Model: model}, r.local, false)
 		if err != nil {
@@ -220,7 +285,7 @@ func (r *runner) arrived(q *mooncake.Request[float64], idx int) error {
 		r.free(id)
 		return nil
 	}
-	r.live[id] = &request{line: q, arrival: r.now}
+	r.live[id] = &request{line: q, arrival: r.arrive[idx]}
 	e.requests++
 	e.tokens += q.InputLength
 	if !e.busy {
@@ -287,7 +352,12 @@ func (r *runner) stepEnded(i int) error {
 		e.tokens -= q.line.InputLength + q.generated
 		r.free(f.ID)
 	}
-	if !e.e.Idle() {
+	if r.admitter != nil {
+		if err := r.release(); err != nil {
+			return err
+		}
+	}
+	if !e.busy && !e.e.Idle() { // a release may have started its step
 		return r.startStep(i)
 	}
 	return nil

@@ -6,7 +6,9 @@ import (
 	"time"
 
 	"github.com/kvhash/kvhash/core"
+	"github.com/kvhash/kvhash/router/indexer"
 	"github.com/kvhash/kvhash/router/route"
+	"github.com/kvhash/kvhash/router/route/admit"
 )
 
 // The registered names of the router-backed policies.
@@ -19,7 +21,14 @@ func init() {
 	Register(KVRouter, func(env Env) (Policy, error) {
 		p := route.DefaultParams()
 		p.Cost = route.CostTTFT
-		return newRouterPolicy(KVRouter, env, p)
+		rp, err := newRouterPolicy(KVRouter, env, p)
+		if err != nil {
+			return nil, err
+		}
+		if !env.NoAdmission {
+			rp.hold = admit.DefaultHoldTokens
+		}
+		return rp, nil
 	})
 	Register(Dynamo, func(env Env) (Policy, error) {
 		p := env.Dynamo
@@ -44,6 +53,9 @@ type routerPolicy struct {
 	// gauges: the scrape last passed to the router per worker (kvrouter
 	// only: Dynamo's cost reads no gauges), so each scrape is passed once.
 	gauges map[core.Worker]Metrics
+	// hold: Admitter's threshold (kvrouter: admit.DefaultHoldTokens;
+	// dynamo: 0, it routes every request when it arrives).
+	hold uint64
 }
 
 func newRouterPolicy(name string, env Env, p route.Params) (*routerPolicy, error) {
@@ -77,6 +89,20 @@ func (p *routerPolicy) Pick(q *Query, rows []Row) (int, error) {
 		return 0, err
 	}
 	return rowOf(rows, workerOf(d))
+}
+
+func (p *routerPolicy) HoldTokens() uint64 { return p.hold }
+
+func (p *routerPolicy) Saturated(rows []Row) (bool, error) {
+	if p.hold == 0 {
+		return false, nil
+	}
+	return p.rt.Saturated(indexer.ModelKey{Model: p.env.Model}, func(id uint64) bool { return hasWorker(rows, id) }, p.hold)
+}
+
+func (p *routerPolicy) ServiceS(q *Query) (float64, error) {
+	e, err := p.rt.Estimate(route.Request{Model: p.env.Model, TokenIDs: q.Tokens})
+	return e.ServiceS, err
 }
 
 func (p *routerPolicy) PrefillDone(id string) { p.rt.PrefillDone(id) }

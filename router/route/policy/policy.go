@@ -82,6 +82,22 @@ type Tracker interface {
 	Free(requestID string)
 }
 
+// Admitter is a Policy that holds requests at the router while the
+// fleet is saturated and routes them later by highest response ratio
+// (kvrouter's: router/route/admit). The caller (the simulator, the
+// proxy) keeps the queue; the policy says when to hold and each held
+// request's service time.
+type Admitter interface {
+	// HoldTokens: a request is held while every rank has at least this
+	// much prefill queued by the router; 0: the policy never holds.
+	HoldTokens() uint64
+	// Saturated reports whether a request arriving now would be held.
+	Saturated(rows []Row) (bool, error)
+	// ServiceS is the request's predicted prefill on an idle rank (its
+	// place in the queue).
+	ServiceS(q *Query) (float64, error)
+}
+
 // Env is what a policy may be built over.
 type Env struct {
 	// Seed seeds the policy's tie-breaks and draws.
@@ -100,6 +116,9 @@ type Env struct {
 	// Now is the routers' clock (the simulator's virtual time); nil:
 	// time.Now.
 	Now func() time.Time
+	// NoAdmission: kvrouter routes every request when it arrives, never
+	// holding one at the router (Admitter's HoldTokens is 0).
+	NoAdmission bool
 	// RequestTTL: how long the production router counts a request never
 	// freed; zero: route.DefaultRequestTTL. (A simulator that frees every
 	// request sets it beyond its longest queue.)
