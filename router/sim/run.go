@@ -80,11 +80,11 @@ type runner struct {
 	held     admit.Queue[int]
 	reqs     []mooncake.Request[float64]
 	overlap  bool
-	engines []*engineState
-	steps   stepHeap
-	live    map[string]*request
-	out     outcomes
-	rows    []policy.Row
+	engines  []*engineState
+	steps    stepHeap
+	live     map[string]*request
+	out      outcomes
+	rows     []policy.Row
 	// record, when set (tests), hears every operation the router side
 	// performs, in order.
 	record func(op)

@@ -28,12 +28,13 @@ func TestGateAdmitsAtOnceWithRoom(t *testing.T) {
 	assert.Zero(t, g.Held())
 }
 
-// Held requests are released one at a time, highest ratio (here: the
-// shortest) first, each after the previous one's done.
+// Held requests are released one at a time, highest ratio (on a clock
+// that stands still: the shortest) first, each after the previous one's
+// done.
 func TestGateReleasesByRatioOneAtATime(t *testing.T) {
 	var f fleet
 	f.full.Store(true)
-	g := NewGate(f.saturated, GateOptions{Recheck: time.Hour})
+	g := NewGate(f.saturated, GateOptions{Recheck: time.Hour, Now: func() time.Time { return t0 }})
 	services := []float64{0.9, 0.1, 0.5}
 	order := make(chan float64, len(services))
 	var wg sync.WaitGroup
