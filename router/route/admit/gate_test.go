@@ -28,13 +28,14 @@ func TestGateAdmitsAtOnceWithRoom(t *testing.T) {
 	assert.Zero(t, g.Held())
 }
 
-// Held requests are released one at a time, highest ratio (on a clock
-// that stands still: the shortest) first, each after the previous one's
-// done.
+// Held requests are released one at a time, highest ratio (all held
+// since the same instant: the shortest) first, each after the previous
+// one's done.
 func TestGateReleasesByRatioOneAtATime(t *testing.T) {
 	var f fleet
 	f.full.Store(true)
-	g := NewGate(f.saturated, GateOptions{Recheck: time.Hour, Now: func() time.Time { return t0 }})
+	var clock atomic.Int64 // seconds after t0
+	g := NewGate(f.saturated, GateOptions{Recheck: time.Hour, Now: func() time.Time { return at(float64(clock.Load())) }})
 	services := []float64{0.9, 0.1, 0.5}
 	order := make(chan float64, len(services))
 	var wg sync.WaitGroup
@@ -52,6 +53,7 @@ func TestGateReleasesByRatioOneAtATime(t *testing.T) {
 		}()
 	}
 	require.Eventually(t, func() bool { return g.Held() == len(services) }, 5*time.Second, time.Millisecond)
+	clock.Store(1)
 	f.full.Store(false)
 	g.Kick()
 	wg.Wait()
