@@ -4,6 +4,8 @@ import (
 	"flag"
 	"fmt"
 	"time"
+
+	"github.com/kvhash/kvhash/router/route/admit"
 )
 
 // Proxy configures the OpenAI proxy's backpressure (router/proxy,
@@ -22,6 +24,10 @@ type Proxy struct {
 	AdmissionQueue int `yaml:"admission_queue"`
 	// AdmissionTimeout: how long one waits before its 429.
 	AdmissionTimeout time.Duration `yaml:"admission_timeout"`
+	// HoldTokens: under policy kvrouter, requests wait in the proxy
+	// before routing while every engine has this much prefill queued, and
+	// go by highest response ratio (router/route/admit); 0: never held.
+	HoldTokens int `yaml:"hold_tokens"`
 }
 
 // Defaults of the proxy's backpressure (vLLM's default max_num_seqs).
@@ -30,11 +36,12 @@ const (
 	DefaultEngineQueue      = 256
 	DefaultAdmissionQueue   = 1024
 	DefaultAdmissionTimeout = 5 * time.Second
+	DefaultHoldTokens       = admit.DefaultHoldTokens
 )
 
 func defaultProxy() Proxy {
 	return Proxy{MaxNumSeqs: DefaultMaxNumSeqs, EngineQueue: DefaultEngineQueue,
-		AdmissionQueue: DefaultAdmissionQueue, AdmissionTimeout: DefaultAdmissionTimeout}
+		AdmissionQueue: DefaultAdmissionQueue, AdmissionTimeout: DefaultAdmissionTimeout, HoldTokens: DefaultHoldTokens}
 }
 
 // validateProxy reports the proxy's bad settings.
@@ -50,6 +57,9 @@ func (c *Config) validateProxy() []error {
 	if p.AdmissionQueue < 1 {
 		errs = append(errs, fmt.Errorf("proxy.admission_queue: %d; want >= 1", p.AdmissionQueue))
 	}
+	if p.HoldTokens < 0 {
+		errs = append(errs, fmt.Errorf("proxy.hold_tokens: %d; want >= 0 (0: never held)", p.HoldTokens))
+	}
 	if p.AdmissionTimeout <= 0 {
 		errs = append(errs, fmt.Errorf("proxy.admission_timeout: %v; want > 0", p.AdmissionTimeout))
 	}
@@ -62,4 +72,5 @@ func proxyFlags(fs *flag.FlagSet, p *Proxy) {
 	fs.IntVar(&p.EngineQueue, "engine-queue", p.EngineQueue, "requests the proxy may send an engine beyond --max-num-seqs (they wait in the engine's queue)")
 	fs.IntVar(&p.AdmissionQueue, "admission-queue", p.AdmissionQueue, "requests that may wait in the proxy when every engine of their model is full (429 beyond)")
 	fs.DurationVar(&p.AdmissionTimeout, "admission-timeout", p.AdmissionTimeout, "how long a request waits for an engine's slot before its 429")
+	fs.IntVar(&p.HoldTokens, "hold-tokens", p.HoldTokens, "policy kvrouter: hold requests in the proxy while every engine has this much prefill queued, and route them by highest response ratio (0: never hold)")
 }

@@ -58,7 +58,18 @@ func (p *Proxy) serveCompletion(w http.ResponseWriter, r *http.Request, path str
 		tokenizeDur = time.Since(t0)
 	}
 
+	heldAt := time.Now()
+	holdDone, err := p.holdKV(r.Context(), w, pol, req, tokens)
+	if err != nil {
+		if r.Context().Err() != nil {
+			return nil // the client left while held
+		}
+		return err // a 429, counted as rejected
+	}
+	heldFor := time.Since(heldAt)
 	t, routeDur, queued, err := p.admit(r.Context(), w, pol, req, tokens)
+	holdDone()
+	queued += heldFor // held before routing, then queued for a slot
 	if err != nil {
 		var ae *apiError
 		switch {

@@ -11,7 +11,7 @@ import (
 type collector struct {
 	p                                        *Proxy
 	requests, failed, prompt, cached, flight *prometheus.Desc
-	rejected, waiting                        *prometheus.Desc
+	rejected, waiting, held                  *prometheus.Desc
 }
 
 // Collector returns a Prometheus collector over the proxy's figures.
@@ -25,12 +25,13 @@ func (p *Proxy) Collector() prometheus.Collector {
 		cached:   prometheus.NewDesc("kvrouter_proxy_cached_prompt_tokens_total", "Of those, the tokens engines found in their prefix cache, by policy.", pol, nil),
 		flight:   prometheus.NewDesc("kvrouter_proxy_in_flight", "Requests in flight through the proxy, by worker.", []string{"worker_id"}, nil),
 		rejected: prometheus.NewDesc("kvrouter_proxy_rejected_total", "Requests answered 429 because every engine of their model was at its limit, by policy.", pol, nil),
-		waiting:  prometheus.NewDesc("kvrouter_proxy_admission_waiting", "Requests waiting in the admission queue for an engine's slot.", nil, nil),
+		held:     prometheus.NewDesc("kvrouter_proxy_held_total", "Requests held in the proxy before routing while every engine of their model had a step's prefill queued (policy kvrouter), by policy.", pol, nil),
+		waiting:  prometheus.NewDesc("kvrouter_proxy_admission_waiting", "Requests waiting in the proxy: held before routing while every engine has a step's prefill queued (policy kvrouter), or for an engine's slot.", nil, nil),
 	}
 }
 
 func (c *collector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{c.requests, c.failed, c.prompt, c.cached, c.flight, c.rejected, c.waiting} {
+	for _, d := range []*prometheus.Desc{c.requests, c.failed, c.prompt, c.cached, c.flight, c.rejected, c.held, c.waiting} {
 		ch <- d
 	}
 }
@@ -43,8 +44,9 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(c.prompt, prometheus.CounterValue, float64(ps.PromptTokens), l)
 		ch <- prometheus.MustNewConstMetric(c.cached, prometheus.CounterValue, float64(ps.CachedTokens), l)
 		ch <- prometheus.MustNewConstMetric(c.rejected, prometheus.CounterValue, float64(ps.Rejected), l)
+		ch <- prometheus.MustNewConstMetric(c.held, prometheus.CounterValue, float64(ps.Held), l)
 	}
-	ch <- prometheus.MustNewConstMetric(c.waiting, prometheus.GaugeValue, float64(c.p.Waiting()))
+	ch <- prometheus.MustNewConstMetric(c.waiting, prometheus.GaugeValue, float64(c.p.Waiting()+c.p.Held()))
 	for id, n := range c.p.Inflight() {
 		ch <- prometheus.MustNewConstMetric(c.flight, prometheus.GaugeValue, float64(n), strconv.FormatUint(id, 10))
 	}

@@ -184,6 +184,7 @@ func (p *Proxy) prefillDone(t target) {
 		t.tracker.PrefillDone(t.RequestID)
 	case t.RequestID != "" && !t.peer:
 		p.rt.PrefillDoneNoWait(t.RequestID)
+		p.kick(t.Model) // its prefill left the queue: a held request may go
 	}
 }
 
@@ -197,6 +198,9 @@ func (p *Proxy) release(t target) {
 	}
 	p.slots.give(t.WorkerID)
 	p.adm.wakeOne(t.Model) // its slot is free
+	if t.RequestID != "" && !t.peer {
+		p.kick(t.Model)
+	}
 }
 
 // anyReachable reports whether model has a healthy worker the proxy can

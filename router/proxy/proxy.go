@@ -18,6 +18,7 @@ import (
 	"github.com/kvhash/kvhash/router/internal/freelist"
 	"github.com/kvhash/kvhash/router/internal/netguard"
 	"github.com/kvhash/kvhash/router/route"
+	"github.com/kvhash/kvhash/router/route/admit"
 )
 
 // Defaults of Options.
@@ -71,6 +72,12 @@ type Options struct {
 	// 429; zero: DefaultQueueTimeout. See admission.go.
 	QueueLimit   int
 	QueueTimeout time.Duration
+	// HoldTokens: under policy kvrouter, a request waits in the proxy
+	// before it is routed while every engine of its model has at least
+	// this much prefill queued, and held requests go by highest response
+	// ratio (hold.go); zero: never held. The wait counts against
+	// QueueLimit and QueueTimeout too.
+	HoldTokens int
 }
 
 // candidateBufsKept: decisions at once whose candidate lists are kept.
@@ -96,6 +103,7 @@ type Proxy struct {
 	side  *http.Client
 	stats *Stats
 	adm   admission
+	held  holds
 
 	rrNext atomic.Uint64
 
@@ -186,6 +194,7 @@ func New(opts Options) (*Proxy, error) {
 		opts: opts, ix: opts.Indexer, rt: opts.Router, log: opts.Logger, client: client, side: side,
 		stats:         newStats(time.Now),
 		adm:           admission{queues: map[string][]*waiter{}},
+		held:          holds{gates: map[string]*admit.Gate{}},
 		slots:         newEngineSlots(opts.EngineSlots),
 		candidateBufs: freelist.New[[]route.Candidate](candidateBufsKept),
 		baselineBufs:  freelist.New[*baselineScratch](candidateBufsKept),

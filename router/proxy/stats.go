@@ -34,6 +34,7 @@ const (
 type policyStats struct {
 	requests, failed, routeFailed uint64
 	rejected                      uint64 // 429: no engine had a free slot
+	held                          uint64 // held before routing (hold.go)
 	withUsage                     uint64
 	promptTokens, cachedTokens    uint64
 	routeUs, tokenizeUs           ring
@@ -112,6 +113,13 @@ func (s *Stats) routeFailed(p Policy) {
 	s.policyLocked(p).routeFailed++
 }
 
+// held counts a request held before routing (hold.go).
+func (s *Stats) held(p Policy) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.policyLocked(p).held++
+}
+
 // rejected counts a request answered 429: no engine had a free slot.
 func (s *Stats) rejected(p Policy) {
 	s.mu.Lock()
@@ -173,6 +181,7 @@ type PolicyStats struct {
 	Failed        uint64  `json:"failed"`
 	RouteFailed   uint64  `json:"route_failed"`
 	Rejected      uint64  `json:"rejected"` // answered 429: every engine at its limit
+	Held          uint64  `json:"held"`     // held before routing while every engine had a step's prefill queued
 	WithUsage     uint64  `json:"with_usage"`
 	PromptTokens  uint64  `json:"prompt_tokens"`
 	CachedTokens  uint64  `json:"cached_tokens"`
@@ -215,7 +224,7 @@ func (s *Stats) Snapshot() Snapshot {
 			all.add(v)
 		}
 		out.Policies = append(out.Policies, PolicyStats{
-			Policy: p, Requests: ps.requests, Failed: ps.failed, RouteFailed: ps.routeFailed, Rejected: ps.rejected, WithUsage: ps.withUsage,
+			Policy: p, Requests: ps.requests, Failed: ps.failed, RouteFailed: ps.routeFailed, Rejected: ps.rejected, Held: ps.held, WithUsage: ps.withUsage,
 			PromptTokens: ps.promptTokens, CachedTokens: ps.cachedTokens, HitRate: ps.hitRate(),
 			RouteP50Us: ps.routeUs.percentile(0.5), RouteP99Us: ps.routeUs.percentile(0.99),
 			TokenizeP50Us: ps.tokenizeUs.percentile(0.5), Series: slices.Clone(ps.series),

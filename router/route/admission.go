@@ -11,9 +11,10 @@ import (
 // new request would only wait behind it, and how long a held request's
 // own prefill is predicted to take (its place in the queue).
 
-// Saturated reports whether every live candidate rank of key that
-// eligible accepts (nil: all) has at least holdTokens of prefill this
-// router sent it and has not seen start (routed, no first token yet).
+// Saturated reports whether every candidate rank of key that eligible
+// accepts (nil: all) has at least holdTokens of prefill this router sent
+// it and has not seen start (routed, no first token yet). Ranks of every
+// state count: the router routes to them all.
 // A key with no candidate is not saturated: routing it says why.
 func (r *Router) Saturated(key indexer.ModelKey, eligible func(uint64) bool, holdTokens uint64) (bool, error) {
 	cands, err := r.ix.AppendCandidates(nil, key)
@@ -24,7 +25,7 @@ func (r *Router) Saturated(key indexer.ModelKey, eligible func(uint64) bool, hol
 	defer r.unlock()
 	seen := false
 	for _, c := range cands {
-		if c.State != indexer.StateLive || (eligible != nil && !eligible(c.Worker.ID)) {
+		if eligible != nil && !eligible(c.Worker.ID) {
 			continue
 		}
 		seen = true

@@ -17,6 +17,7 @@ func (s *Server) attachProxy() error {
 		DefaultPolicy:   proxy.Policy(s.cfg.Routing.Policy),
 		EngineSlots:     s.cfg.Proxy.MaxNumSeqs + s.cfg.Proxy.EngineQueue,
 		QueueLimit:      s.cfg.Proxy.AdmissionQueue, QueueTimeout: s.cfg.Proxy.AdmissionTimeout,
+		HoldTokens: s.cfg.Proxy.HoldTokens,
 	})
 	if err != nil {
 		return fmt.Errorf("serve: %w", err)

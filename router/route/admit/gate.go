@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -42,6 +43,9 @@ type Gate struct {
 	mu        sync.Mutex
 	q         Queue[*waiter]
 	releasing bool // a released request has not routed yet
+	// busy mirrors q.Len() > 0 || releasing, for Kick's check without the
+	// lock (Kick is called at every first token and end).
+	busy atomic.Bool
 }
 
 type waiter struct {
@@ -69,11 +73,12 @@ func (g *Gate) Held() int {
 	return g.q.Len()
 }
 
-// Enter admits a request whose own prefill is predicted to take serviceS
-// seconds. It returns done, to call once the request is routed (or given
-// up), and whether it was held; an error when it is refused (ErrFull,
-// ErrTimeout or ctx's error), and then done is nil.
-func (g *Gate) Enter(ctx context.Context, serviceS float64) (done func(), held bool, err error) {
+// Enter admits a request whose own prefill is predicted to take
+// serviceS() seconds (asked only when the request is held). It returns
+// done, to call once the request is routed (or given up), and whether it
+// was held; an error when it is refused (ErrFull, ErrTimeout or ctx's
+// error), and then done is nil.
+func (g *Gate) Enter(ctx context.Context, serviceS func() float64) (done func(), held bool, err error) {
 	g.mu.Lock()
 	if g.q.Len() == 0 && !g.releasing && !g.saturated() {
 		g.mu.Unlock()
@@ -85,8 +90,8 @@ func (g *Gate) Enter(ctx context.Context, serviceS float64) (done func(), held b
 		return nil, false, fmt.Errorf("%w: %d held", ErrFull, n)
 	}
 	w := &waiter{ready: make(chan struct{})}
-	start := g.opts.Now()
-	g.q.Push(w, start, serviceS)
+	g.q.Push(w, g.opts.Now(), serviceS())
+	g.busy.Store(true)
 	g.mu.Unlock()
 	g.Kick()
 
@@ -126,6 +131,7 @@ func (g *Gate) leave(w *waiter) bool {
 		return false
 	}
 	g.q.Remove(func(x *waiter) bool { return x == w })
+	g.busy.Store(g.q.Len() > 0 || g.releasing)
 	return true
 }
 
@@ -134,6 +140,7 @@ func (g *Gate) leave(w *waiter) bool {
 func (g *Gate) routed() {
 	g.mu.Lock()
 	g.releasing = false
+	g.busy.Store(g.q.Len() > 0)
 	g.mu.Unlock()
 	g.Kick()
 }
@@ -142,6 +149,9 @@ func (g *Gate) routed() {
 // no released request is still routing. Call it when load ends (a first
 // token, a request's end).
 func (g *Gate) Kick() {
+	if !g.busy.Load() {
+		return // nobody held: nothing to release, no lock taken
+	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if g.releasing || g.q.Len() == 0 || g.saturated() {

@@ -18,10 +18,12 @@ type fleet struct{ full atomic.Bool }
 
 func (f *fleet) saturated() bool { return f.full.Load() }
 
+func svc(s float64) func() float64 { return func() float64 { return s } }
+
 func TestGateAdmitsAtOnceWithRoom(t *testing.T) {
 	var f fleet
 	g := NewGate(f.saturated, GateOptions{})
-	done, held, err := g.Enter(context.Background(), 0.1)
+	done, held, err := g.Enter(context.Background(), svc(0.1))
 	require.NoError(t, err)
 	assert.False(t, held)
 	done()
@@ -43,7 +45,7 @@ func TestGateReleasesByRatioOneAtATime(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			done, held, err := g.Enter(context.Background(), s)
+			done, held, err := g.Enter(context.Background(), svc(s))
 			if !assert.NoError(t, err) {
 				return
 			}
@@ -73,7 +75,7 @@ func TestGateNewcomersQueueBehindTheHeld(t *testing.T) {
 	g := NewGate(f.saturated, GateOptions{Recheck: time.Hour})
 	first := make(chan func())
 	go func() {
-		done, _, err := g.Enter(context.Background(), 0.1)
+		done, _, err := g.Enter(context.Background(), svc(0.1))
 		assert.NoError(t, err)
 		first <- done
 	}()
@@ -83,7 +85,7 @@ func TestGateNewcomersQueueBehindTheHeld(t *testing.T) {
 	done := <-first // released, not yet routed
 	second := make(chan bool)
 	go func() {
-		d, held, err := g.Enter(context.Background(), 0.1)
+		d, held, err := g.Enter(context.Background(), svc(0.1))
 		assert.NoError(t, err)
 		second <- held
 		d()
@@ -100,15 +102,15 @@ func TestGateRefusals(t *testing.T) {
 		g := NewGate(f.saturated, GateOptions{MaxHeld: 1, Recheck: time.Hour})
 		ctx, cancel := context.WithCancel(context.Background())
 		defer cancel()
-		go g.Enter(ctx, 0.1) //nolint:errcheck // cancelled below
+		go g.Enter(ctx, svc(0.1)) //nolint:errcheck // cancelled below
 		require.Eventually(t, func() bool { return g.Held() == 1 }, 5*time.Second, time.Millisecond)
-		done, _, err := g.Enter(context.Background(), 0.1)
+		done, _, err := g.Enter(context.Background(), svc(0.1))
 		assert.ErrorIs(t, err, ErrFull)
 		assert.Nil(t, done)
 	})
 	t.Run("max wait", func(t *testing.T) {
 		g := NewGate(f.saturated, GateOptions{MaxWait: 20 * time.Millisecond, Recheck: time.Hour})
-		_, held, err := g.Enter(context.Background(), 0.1)
+		_, held, err := g.Enter(context.Background(), svc(0.1))
 		assert.ErrorIs(t, err, ErrTimeout)
 		assert.True(t, held)
 		assert.Zero(t, g.Held(), "a request that gave up is not left in the queue")
@@ -117,7 +119,7 @@ func TestGateRefusals(t *testing.T) {
 		g := NewGate(f.saturated, GateOptions{Recheck: time.Hour})
 		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
 		defer cancel()
-		_, _, err := g.Enter(ctx, 0.1)
+		_, _, err := g.Enter(ctx, svc(0.1))
 		assert.True(t, errors.Is(err, context.DeadlineExceeded), "%v", err)
 		assert.Zero(t, g.Held())
 	})
@@ -130,7 +132,7 @@ func TestGateRecheck(t *testing.T) {
 	f.full.Store(true)
 	g := NewGate(f.saturated, GateOptions{Recheck: 5 * time.Millisecond})
 	go func() { time.Sleep(20 * time.Millisecond); f.full.Store(false) }()
-	done, held, err := g.Enter(context.Background(), 0.1)
+	done, held, err := g.Enter(context.Background(), svc(0.1))
 	require.NoError(t, err)
 	assert.True(t, held)
 	done()

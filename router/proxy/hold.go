@@ -1,0 +1,98 @@
+package proxy
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"sync"
+
+	"github.com/kvhash/kvhash/router/indexer"
+	"github.com/kvhash/kvhash/router/route"
+	"github.com/kvhash/kvhash/router/route/admit"
+)
+
+// Holding (policy kvrouter, Options.HoldTokens > 0): while every engine a
+// request could go to already has HoldTokens of prefill the router sent
+// it and has not seen start, the request waits in the proxy before it is
+// routed, and held requests go by highest response ratio over their
+// predicted prefill (router/route/admit), not first come first served
+// inside the engines. The slots' admission queue (admission.go) still
+// applies after: holding is about the order of prefills, slots about how
+// many requests an engine may have.
+
+// holds is one admit.Gate per model (a model's engines are its fleet).
+type holds struct {
+	mu    sync.Mutex
+	gates map[string]*admit.Gate
+}
+
+// gate returns model's gate, made on first use.
+func (p *Proxy) gate(model string) *admit.Gate {
+	p.held.mu.Lock()
+	defer p.held.mu.Unlock()
+	g := p.held.gates[model]
+	if g == nil {
+		key, hold := indexer.ModelKey{Model: model}, uint64(p.opts.HoldTokens)
+		g = admit.NewGate(func() bool {
+			sat, err := p.rt.Saturated(key, p.reachable, hold)
+			return err == nil && sat
+		}, admit.GateOptions{MaxHeld: p.opts.QueueLimit, MaxWait: p.opts.QueueTimeout})
+		p.held.gates[model] = g
+	}
+	return g
+}
+
+// holdKV waits while the request's model is saturated (policy kvrouter
+// only). It returns done, to call once the request is routed or given
+// up; an error (a 429, or the client's context) when it is not admitted.
+func (p *Proxy) holdKV(ctx context.Context, w http.ResponseWriter, pol Policy, req clientRequest, tokens []uint32) (func(), error) {
+	if pol != PolicyKV || p.opts.HoldTokens <= 0 {
+		return func() {}, nil
+	}
+	done, held, err := p.gate(req.Model).Enter(ctx, func() float64 {
+		e, err := p.rt.Estimate(route.Request{Model: req.Model, TokenIDs: tokens, CacheSalt: req.CacheSalt, Eligible: p.reachable})
+		if err != nil {
+			return 0 // the floor: it goes by its wait
+		}
+		return e.ServiceS
+	})
+	if held {
+		p.stats.held(pol)
+	}
+	switch {
+	case err == nil:
+		return done, nil
+	case errors.Is(err, admit.ErrFull):
+		p.stats.rejected(pol)
+		return nil, p.saturated(w, req.Model, "%d requests are held while every engine has a step's prefill queued", p.opts.QueueLimit)
+	case errors.Is(err, admit.ErrTimeout):
+		p.stats.rejected(pol)
+		return nil, p.saturated(w, req.Model, "held %v while every engine had a step's prefill queued", p.opts.QueueTimeout)
+	default:
+		return nil, err
+	}
+}
+
+// Held is the number of requests held before routing now (every model).
+func (p *Proxy) Held() int {
+	p.held.mu.Lock()
+	defer p.held.mu.Unlock()
+	n := 0
+	for _, g := range p.held.gates {
+		n += g.Held()
+	}
+	return n
+}
+
+// kick lets a held request of model go when load ended there.
+func (p *Proxy) kick(model string) {
+	if p.opts.HoldTokens <= 0 {
+		return
+	}
+	p.held.mu.Lock()
+	g := p.held.gates[model]
+	p.held.mu.Unlock()
+	if g != nil {
+		g.Kick()
+	}
+}
