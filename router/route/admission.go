@@ -17,7 +17,13 @@ import (
 // state count: the router routes to them all.
 // A key with no candidate is not saturated: routing it says why.
 func (r *Router) Saturated(key indexer.ModelKey, eligible func(uint64) bool, holdTokens uint64) (bool, error) {
-	cands, err := r.ix.AppendCandidates(nil, key)
+	sc, ok := r.scratch.Get()
+	if !ok {
+		sc = new(scratch)
+	}
+	defer r.scratch.Put(sc)
+	cands, err := r.ix.AppendCandidates(sc.cands[:0], key)
+	sc.cands = cands
 	if err != nil {
 		return false, fmt.Errorf("route: %w", err)
 	}
