@@ -61,6 +61,15 @@ type Options struct {
 	// ErrSaturated sheds the request with a 429 (the overload
 	// backpressure plugs in here), another error is a 503.
 	Admit func(model string) error
+	// Hold, when set, may hold a request before its pick while the fleet
+	// is saturated (kvrouter's proxy: Proxy.Hold, which holds while every
+	// engine has a step's prefill queued, and lets held requests go by
+	// highest response ratio); done is called once the pick is made. An
+	// error wrapping ErrSaturated sheds the request with a 429.
+	Hold func(ctx context.Context, model string, tokens []uint32, cacheSalt string) (done func(), err error)
+	// Kick, when set, is told a model's load ended somewhere (a first
+	// token, a request's end), so that a held request may go.
+	Kick func(model string)
 	// Slots, when set, are the engines' request slots the picker shares
 	// with another front end (kvrouter's proxy: the same EngineSlots an
 	// engine): a pick goes only to an engine with a free slot, takes it,

@@ -83,6 +83,13 @@ func (s *Server) decide(ctx context.Context, path string, body []byte, sub subse
 	if err := s.admit(pr.Model, eligible); err != nil {
 		return pick{}, err
 	}
+	if s.opts.Hold != nil {
+		done, err := s.opts.Hold(ctx, pr.Model, tokens, pr.CacheSalt)
+		if err != nil {
+			return pick{}, s.holdError(err)
+		}
+		defer done()
+	}
 	id := "epp-" + strconv.FormatUint(nextRequestID.Add(1), 10)
 	// The candidates' memory is reused pick after pick: they are read
 	// only here (the fallbacks).
@@ -129,6 +136,21 @@ func (s *Server) withFallbacks(p pick, cands []route.Candidate, eligible func(ui
 		parts = append(parts, s.eps.addr(c.WorkerID))
 	}
 	return strings.Join(parts, ",")
+}
+
+// kick tells the Kick hook a model's load ended.
+func (s *Server) kick(model string) {
+	if s.opts.Kick != nil {
+		s.opts.Kick(model)
+	}
+}
+
+// holdError is the gateway's answer to a request Hold refused.
+func (s *Server) holdError(err error) error {
+	if errors.Is(err, ErrSaturated) {
+		return httpapi.NewError(http.StatusTooManyRequests, "rate_limit_error", "saturated", "%v", err)
+	}
+	return httpapi.NewError(http.StatusServiceUnavailable, "unavailable_error", "not_admitted", "%v", err)
 }
 
 // admit sheds a request when the fleet is saturated: the Admit hook's

@@ -68,6 +68,7 @@ func startPicker(t *testing.T, opts epp.Options, share bool, mutate func(*config
 	po.srv = srv
 	if share {
 		opts.Slots, opts.Admit = srv.Proxy(), srv.Proxy().Admit
+		opts.Hold, opts.Kick = srv.Proxy().Hold, srv.Proxy().Kick
 	}
 	opts.Indexer, opts.Router, opts.Tokenize = srv.Indexer(), srv.Router(), srv.Proxy().PromptTokens
 	if opts.Registerer == nil {

@@ -37,6 +37,7 @@ func (x *exchange) onResponseBody(b *extprocv3.HttpBody) error {
 		x.resp.prefilled = true
 		if x.picked && x.p.RequestID != "" {
 			x.s.opts.Router.PrefillDoneNoWait(x.p.RequestID)
+			x.s.kick(x.p.Model)
 		}
 	}
 	var err error

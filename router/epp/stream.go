@@ -208,6 +208,7 @@ func (x *exchange) release() {
 		if x.s.opts.Slots != nil {
 			x.s.opts.Slots.GiveSlot(x.p.Worker, x.p.Model)
 		}
+		x.s.kick(x.p.Model)
 	}
 }
 

@@ -3,7 +3,9 @@ package proxy
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
+	"strings"
 	"sync"
 
 	"github.com/kvhash/kvhash/router/indexer"
@@ -46,28 +48,44 @@ func (p *Proxy) gate(model string) *admit.Gate {
 // only). It returns done, to call once the request is routed or given
 // up; an error (a 429, or the client's context) when it is not admitted.
 func (p *Proxy) holdKV(ctx context.Context, w http.ResponseWriter, pol Policy, req clientRequest, tokens []uint32) (func(), error) {
-	if pol != PolicyKV || p.opts.HoldTokens <= 0 {
+	if pol != PolicyKV {
 		return func() {}, nil
 	}
-	done, held, err := p.gate(req.Model).Enter(ctx, func() float64 {
-		e, err := p.rt.Estimate(route.Request{Model: req.Model, TokenIDs: tokens, CacheSalt: req.CacheSalt, Eligible: p.reachable})
+	done, err := p.Hold(ctx, req.Model, tokens, req.CacheSalt)
+	if errors.Is(err, ErrSaturated) {
+		p.stats.rejected(pol)
+		return nil, p.saturated(w, req.Model, "%s", strings.TrimPrefix(err.Error(), ErrSaturated.Error()+": "))
+	}
+	return done, err
+}
+
+// Hold holds a request for model while every engine of it has
+// Options.HoldTokens of prefill queued (nothing when HoldTokens is 0),
+// for the proxy and for another front end routing with policy kvrouter
+// (the endpoint picker). done is to be called once the request is routed
+// or given up. An error wraps ErrSaturated when the request is refused
+// (too many held, or held past QueueTimeout); else it is ctx's.
+func (p *Proxy) Hold(ctx context.Context, model string, tokens []uint32, cacheSalt string) (done func(), err error) {
+	if p.opts.HoldTokens <= 0 {
+		return func() {}, nil
+	}
+	done, held, err := p.gate(model).Enter(ctx, func() float64 {
+		e, err := p.rt.Estimate(route.Request{Model: model, TokenIDs: tokens, CacheSalt: cacheSalt, Eligible: p.reachable})
 		if err != nil {
 			return 0 // the floor: it goes by its wait
 		}
 		return e.ServiceS
 	})
 	if held {
-		p.stats.held(pol)
+		p.stats.held(PolicyKV)
 	}
 	switch {
 	case err == nil:
 		return done, nil
 	case errors.Is(err, admit.ErrFull):
-		p.stats.rejected(pol)
-		return nil, p.saturated(w, req.Model, "%d requests are held while every engine has a step's prefill queued", p.opts.QueueLimit)
+		return nil, fmt.Errorf("%w: %d requests are held while every engine has a step's prefill queued", ErrSaturated, p.opts.QueueLimit)
 	case errors.Is(err, admit.ErrTimeout):
-		p.stats.rejected(pol)
-		return nil, p.saturated(w, req.Model, "held %v while every engine had a step's prefill queued", p.opts.QueueTimeout)
+		return nil, fmt.Errorf("%w: held %v while every engine had a step's prefill queued", ErrSaturated, p.opts.QueueTimeout)
 	default:
 		return nil, err
 	}
@@ -84,8 +102,9 @@ func (p *Proxy) Held() int {
 	return n
 }
 
-// kick lets a held request of model go when load ended there.
-func (p *Proxy) kick(model string) {
+// Kick lets a held request of model go when load ended there (a first
+// token, a request's end); the endpoint picker calls it for its own.
+func (p *Proxy) Kick(model string) {
 	if p.opts.HoldTokens <= 0 {
 		return
 	}

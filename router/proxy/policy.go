@@ -184,7 +184,7 @@ func (p *Proxy) prefillDone(t target) {
 		t.tracker.PrefillDone(t.RequestID)
 	case t.RequestID != "" && !t.peer:
 		p.rt.PrefillDoneNoWait(t.RequestID)
-		p.kick(t.Model) // its prefill left the queue: a held request may go
+		p.Kick(t.Model) // its prefill left the queue: a held request may go
 	}
 }
 
@@ -199,7 +199,7 @@ func (p *Proxy) release(t target) {
 	p.slots.give(t.WorkerID)
 	p.adm.wakeOne(t.Model) // its slot is free
 	if t.RequestID != "" && !t.peer {
-		p.kick(t.Model)
+		p.Kick(t.Model)
 	}
 }
 

@@ -26,6 +26,9 @@ func (s *Server) attachEPP() error {
 		// proxy's, and a model whose engines are all full, or whose
 		// requests wait in the proxy's queue, is shed with a 429.
 		opts.Slots, opts.Admit = s.px, s.px.Admit
+		// The proxy's holding (predicted-TTFT routing only), for the
+		// picker's requests too.
+		opts.Hold, opts.Kick = s.px.Hold, s.px.Kick
 	}
 	if c.TLS {
 		tc, err := epp.SelfSignedTLS("localhost")

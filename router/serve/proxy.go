@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/kvhash/kvhash/router/proxy"
+	"github.com/kvhash/kvhash/router/route"
 )
 
 // attachProxy puts the OpenAI proxy and the dashboard (router/proxy) in
@@ -28,6 +29,16 @@ func (s *Server) attachProxy() error {
 	}
 	s.routes = px.Wrap(s.routes)
 	return nil
+}
+
+// holdTokens is the proxy's HoldTokens: the configured threshold when
+// the router scores by predicted TTFT, 0 (never held) under Dynamo's
+// cost, which routes every request when it arrives as Dynamo does.
+func (s *Server) holdTokens() int {
+	if routerCost(s.cfg.Routing.Policy) != route.CostTTFT {
+		return 0
+	}
+	return s.cfg.Proxy.HoldTokens
 }
 
 // Proxy is the server's proxy (its stats feed the dashboard).

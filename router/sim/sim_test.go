@@ -67,7 +67,7 @@ func TestResultsJSONSchema(t *testing.T) {
 	assert.Equal(t, "kvrouter", row["policy"])
 	assert.Equal(t, 0.8, row["load"])
 	for _, k := range []string{"seed", "requests", "failed", "ttft_mean_s", "ttft_p50_s", "ttft_p90_s", "ttft_p99_s", "tpot_p50_s",
-		"tpot_p99_s", "e2e_p90_s", "hit_rate", "prefill_tokens", "preemptions", "load_cv", "goodput"} {
+		"tpot_p99_s", "e2e_p90_s", "hit_rate", "prefill_tokens", "preemptions", "load_cv", "goodput", "held"} {
 		assert.IsType(t, 0.0, row[k], k)
 	}
 	for _, f := range []string{"ttft_p90.svg", "hit_rate.svg"} {
