@@ -42,9 +42,11 @@ Flags:
 	numBlocks := fs.Int("num-blocks", 16384, "KV blocks per engine")
 	blockSize := fs.Int("block-size", 16, "tokens per KV block (engines and kvrouter)")
 	maxRunning := fs.Int("max-running", 8, "requests an engine runs at once")
-	prefillRate := fs.Float64("prefill-tokens-per-sec", 8000, "an engine's prefill speed (uncached prompt tokens per simulated second)")
+	// 5,000 prefill tokens/s puts the trace's fleet where routing policies
+	// part (at 8,000 every cache-aware policy had slack and tied).
+	prefillRate := fs.Float64("prefill-tokens-per-sec", 5000, "an engine's prefill speed (uncached prompt tokens per simulated second)")
 	decodeMs := fs.Float64("decode-ms-per-token", 10, "an engine's decode time per output token (simulated ms)")
-	policies := fs.String("policies", "kvrouter,round_robin,random,least_loaded", "policies to compare, in order")
+	policies := fs.String("policies", "kvrouter,dynamo,sglang,round_robin", "policies to compare, in order (any of kvrouter, dynamo, llmd, llmd-precise, sglang, round_robin, random, least_loaded)")
 	unstable := fs.Int("unstable-engine", -1, "restart this engine (0-based) with --unstable a third into each run, fixed at two thirds")
 	replicas := fs.Int("replicas", 1, "kvrouter replicas on an embedded NATS event plane, requests spread over them (docs/guides/scale-out.md)")
 	keep := fs.Bool("keep-running", false, "leave kvrouter and the last fleet up after the table (Ctrl-C stops them)")
