@@ -10,7 +10,9 @@
 //	             verification of engines' own block ids (enginehash)
 //	route/       choosing a worker: predicted TTFT learned per rank, or Dynamo's cost, temperature,
 //	             the active requests and their expiry; route/policy: every policy by name
-//	             (kvrouter's, the peers' formulas, the blind baselines) over one row of inputs
+//	             (kvrouter's, the peers' formulas, the blind baselines) over one row of inputs;
+//	             route/admit: holding requests while every engine has a step's prefill queued,
+//	             released by highest response ratio (the proxy, the picker, the simulator)
 //	serve/       the HTTP API (kvrouter's own, Dynamo's standalone indexer's), metrics,
 //	             health, snapshots on a timer, the wiring of every step
 //	proxy/       the OpenAI-compatible front door: completions forwarded to the chosen
