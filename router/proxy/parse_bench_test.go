@@ -67,15 +67,14 @@ func BenchmarkParseCompletion(b *testing.B) {
 		body []byte
 		chat bool
 	}{
-		{"tokens-512", completionBody(512), false},
-		{"tokens-4k", completionBody(4096), false},
-		{"tokens-12k", completionBody(12288), false},
+		{"512-tokens", completionBody(512), false},
+		{"4k-tokens", completionBody(4096), false},
+		{"12k-tokens", completionBody(12288), false},
 		{"chat-48KiB", chatBody(48 << 10), true},
 		{"text-2KiB", []byte(`{"model":"m","prompt":` + mustJSON(strings.Repeat("a prompt of plain words ", 85)) + `,"max_tokens":16}`), false},
 	}
 	for _, c := range cases {
 		b.Run(c.name, func(b *testing.B) {
-			b.SetBytes(int64(len(c.body)))
 			benchalt.Run(b, func() {
 				if _, err := parseCompletion(c.body, c.chat); err != nil {
 					b.Fatal(err)

@@ -177,10 +177,12 @@ func dynQueryBody(n int) []byte {
 // decoding it replaced, alternated within each run (new/old below 1:
 // faster).
 func BenchmarkParseQuery(b *testing.B) {
-	for _, n := range []int{512, 4096, 8192} {
-		body := dynQueryBody(n)
-		b.Run(fmt.Sprintf("tokens-%d", n), func(b *testing.B) {
-			b.SetBytes(int64(len(body)))
+	for _, c := range []struct {
+		name string
+		n    int
+	}{{"512-tokens", 512}, {"4k-tokens", 4096}, {"8k-tokens", 8192}} {
+		n, body := c.n, dynQueryBody(c.n)
+		b.Run(c.name, func(b *testing.B) {
 			buf := make([]uint32, 0, n)
 			benchalt.Run(b, func() {
 				if _, ok := readDynQuery(body, buf); !ok {
