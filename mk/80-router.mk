@@ -23,14 +23,15 @@ $(KVROUTER): $(GO_SOURCES)
 # The figures, each printed beside its target: ingestion on one core,
 # routing over HTTP while events stream in, memory per indexed (worker,
 # block), and the one-pass body parses (the proxy's and the endpoint
-# picker's completion body, Dynamo's /query) against the encoding/json
+# picker's completion body, an engine's /tokenize answer, Dynamo's
+# /query) against the encoding/json
 # ones they replaced, alternated in one run. About a minute and a half.
 bench-router:
 	@{ $(GO) test -run '^$$' -bench '^BenchmarkIngest$$' -benchtime 1s -cpu 1 -count 1 ./router/tests && \
 	   $(GO) test -run '^$$' -bench '^BenchmarkRouteHTTP$$' -benchtime 5s -count 1 ./router/tests && \
 	   $(GO) test -run '^$$' -bench '^BenchmarkRouteHandler$$' -benchtime 2s -cpu 1 -count 1 ./router/tests && \
 	   $(GO) test -run '^$$' -bench '^BenchmarkMemoryPerBlock$$' -benchtime 3x -count 1 ./router/tests && \
-	   $(GO) test -run '^$$' -bench '^BenchmarkParse(Completion|Query)$$' -benchtime 1s -cpu 1 -count 1 ./router/proxy ./router/serve; } \
+	   $(GO) test -run '^$$' -bench '^BenchmarkParse(Completion|TokenizeAnswer|Query)$$' -benchtime 1s -cpu 1 -count 1 ./router/proxy ./router/serve; } \
 	  | $(GO) run ./router/tests/benchfig
 
 fuzz-router:

@@ -44,6 +44,24 @@ func FuzzParseCompletion(f *testing.F) {
 	})
 }
 
+// FuzzTokenizeAnswer: an engine's /tokenize answer reads as it did with
+// encoding/json (oracleTokenizeAnswer): the same ids, or no token list.
+func FuzzTokenizeAnswer(f *testing.F) {
+	for _, s := range []string{
+		`{"count":3,"max_model_len":8192,"tokens":[1,2,3],"token_strs":null}`, `{"tokens":[]}`, `{"tokens":null}`,
+		`{"Tokens":[1]}`, `{"tokens":[-1]}`, `{"tokens":[1.0]}`, `{"tokens":["1"]}`, `{"tokens":[1],"tokens":null}`,
+		`{"count":1}`, `[]`, `{"tokens":[4294967296]}`, `{"tokens":[1]} x`, ` { "tokens" : [ 0 , 4294967295 ] } `,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		got, ok := readTokenizeAnswer(b)
+		want, wantOK := oracleTokenizeAnswer(b)
+		require.Equal(t, wantOK, ok, "%q", b)
+		require.Equal(t, want, got, "%q", b)
+	})
+}
+
 // FuzzUsageReader: any stream, cut anywhere, never panics, and a usage
 // line is found whole however the bytes arrive.
 func FuzzUsageReader(f *testing.F) {

@@ -95,3 +95,26 @@ func mustJSON(v any) string {
 	}
 	return string(b)
 }
+
+// BenchmarkParseTokenizeAnswer: an engine's /tokenize answer for a text
+// or chat prompt (vLLM's shape), read against the encoding/json reading
+// it replaced, alternated.
+func BenchmarkParseTokenizeAnswer(b *testing.B) {
+	prompt := completionBody(12288)
+	ids, err := oracleParseCompletion(prompt, false)
+	if err != nil {
+		b.Fatal(err)
+	}
+	answer := []byte(fmt.Sprintf(`{"count":%d,"max_model_len":131072,"tokens":%s,"token_strs":null}`, len(ids.TokenIDs), mustJSON(ids.TokenIDs)))
+	b.Run("12k-tokens", func(b *testing.B) {
+		benchalt.Run(b, func() {
+			if _, ok := readTokenizeAnswer(answer); !ok {
+				b.Fatal("no tokens")
+			}
+		}, func() {
+			if _, ok := oracleTokenizeAnswer(answer); !ok {
+				b.Fatal("no tokens")
+			}
+		})
+	})
+}
