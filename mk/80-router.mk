@@ -24,8 +24,8 @@ $(KVROUTER): $(GO_SOURCES)
 # routing over HTTP while events stream in, memory per indexed (worker,
 # block), and the one-pass body parses (the proxy's and the endpoint
 # picker's completion body, an engine's /tokenize answer, Dynamo's
-# /query) against the encoding/json
-# ones they replaced, alternated in one run. About a minute and a half.
+# /query) against the encoding/json ones they replaced, alternated in
+# one run. About a minute and a half.
 bench-router:
 	@{ $(GO) test -run '^$$' -bench '^BenchmarkIngest$$' -benchtime 1s -cpu 1 -count 1 ./router/tests && \
 	   $(GO) test -run '^$$' -bench '^BenchmarkRouteHTTP$$' -benchtime 5s -count 1 ./router/tests && \

@@ -10,8 +10,8 @@ import (
 	"net/http"
 
 	"github.com/kvhash/kvhash/router/indexer"
-	"github.com/kvhash/kvhash/router/internal/jsonscan"
 	"github.com/kvhash/kvhash/router/internal/httpapi"
+	"github.com/kvhash/kvhash/router/internal/jsonscan"
 	"github.com/kvhash/kvhash/router/route"
 )
 
