@@ -31,7 +31,7 @@ bench-router:
 	   $(GO) test -run '^$$' -bench '^BenchmarkRouteHTTP$$' -benchtime 5s -count 1 ./router/tests && \
 	   $(GO) test -run '^$$' -bench '^BenchmarkRouteHandler$$' -benchtime 2s -cpu 1 -count 1 ./router/tests && \
 	   $(GO) test -run '^$$' -bench '^BenchmarkMemoryPerBlock$$' -benchtime 3x -count 1 ./router/tests && \
-	   $(GO) test -run '^$$' -bench '^BenchmarkParse(Completion|TokenizeAnswer|Query)$$' -benchtime 1s -cpu 1 -count 1 ./router/proxy ./router/serve; } \
+	   $(GO) test -run '^$$' -bench '^BenchmarkParse(Completion|TokenizeAnswer|Query|Route)$$' -benchtime 1s -cpu 1 -count 1 ./router/proxy ./router/serve; } \
 	  | $(GO) run ./router/tests/benchfig
 
 fuzz-router:

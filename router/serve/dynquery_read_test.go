@@ -196,3 +196,33 @@ func BenchmarkParseQuery(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkParseRoute: POST /v1/route's body, read by its one-pass path
+// (fastroute.go, older than the /query one) against encoding/json
+// (decodeStrict), alternated: the route path's figure beside /query's.
+func BenchmarkParseRoute(b *testing.B) {
+	r := rand.New(rand.NewPCG(8192, 4))
+	var sb strings.Builder
+	sb.WriteString(`{"model":"meta-llama/Llama-3.1-8B-Instruct","token_ids":[`)
+	for i := range 8192 {
+		if i > 0 {
+			sb.WriteByte(',')
+		}
+		fmt.Fprint(&sb, r.IntN(128256))
+	}
+	sb.WriteString(`],"request_id":"r-1"}`)
+	body := []byte(sb.String())
+	buf := make([]uint32, 0, 8192)
+	b.Run("8k-tokens", func(b *testing.B) {
+		benchalt.Run(b, func() {
+			if _, ok := fastRouteRequestInto(body, buf); !ok {
+				b.Fatal("not taken")
+			}
+		}, func() {
+			var req routeRequest
+			if err := decodeStrict(body, &req); err != nil {
+				b.Fatal(err)
+			}
+		})
+	})
+}

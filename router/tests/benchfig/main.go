@@ -38,6 +38,8 @@ var figures = []figure{
 	{"BenchmarkParseCompletion/12k-tokens", "new/old", "proxy/picker body parse, 12k token ids: one pass / encoding/json (same run)", 0.5, false, "< 0.5"},
 	{"BenchmarkParseCompletion/chat-48KiB", "new/old", "proxy/picker body parse, 48 KiB chat: one pass / encoding/json (same run)", 0.5, false, "< 0.5"},
 	{"BenchmarkParseQuery/8k-tokens", "new/old", "Dynamo /query body parse, 8192 token ids: one pass / encoding/json (same run)", 0.5, false, "< 0.5"},
+	{"BenchmarkParseRoute/8k-tokens", "new/old", "/v1/route body parse, 8192 token ids: one pass / encoding/json (same run)", 0.5, false, "< 0.5"},
+	{"BenchmarkParseTokenizeAnswer/12k-tokens", "new/old", "an engine's /tokenize answer, 12k ids: one pass / encoding/json (same run)", 0.5, false, "< 0.5"},
 }
 
 var resultLine = regexp.MustCompile(`^(Benchmark\S+?)(-\d+)?\s+\d+\s+(.*)$`)
