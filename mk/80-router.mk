@@ -20,14 +20,18 @@ router-serve-python: $(VENV_STAMP)
 $(KVROUTER): $(GO_SOURCES)
 	$(GO) build -o $@ ./cmd/kvrouter
 
-# The three figures, each printed beside its target: ingestion on one
-# core, routing over HTTP while events stream in, memory per indexed
-# (worker, block). About a minute in all.
+# The figures, each printed beside its target: ingestion on one core,
+# routing over HTTP while events stream in, memory per indexed (worker,
+# block), and the one-pass body parses (the proxy's and the endpoint
+# picker's completion body, an engine's /tokenize answer, Dynamo's
+# /query) against the encoding/json ones they replaced, alternated in
+# one run. About a minute and a half.
 bench-router:
 	@{ $(GO) test -run '^$$' -bench '^BenchmarkIngest$$' -benchtime 1s -cpu 1 -count 1 ./router/tests && \
 	   $(GO) test -run '^$$' -bench '^BenchmarkRouteHTTP$$' -benchtime 5s -count 1 ./router/tests && \
 	   $(GO) test -run '^$$' -bench '^BenchmarkRouteHandler$$' -benchtime 2s -cpu 1 -count 1 ./router/tests && \
-	   $(GO) test -run '^$$' -bench '^BenchmarkMemoryPerBlock$$' -benchtime 3x -count 1 ./router/tests; } \
+	   $(GO) test -run '^$$' -bench '^BenchmarkMemoryPerBlock$$' -benchtime 3x -count 1 ./router/tests && \
+	   $(GO) test -run '^$$' -bench '^BenchmarkParse(Completion|TokenizeAnswer|Query|Route)$$' -benchtime 1s -cpu 1 -count 1 ./router/proxy ./router/serve; } \
 	  | $(GO) run ./router/tests/benchfig
 
 fuzz-router:
@@ -36,6 +40,12 @@ fuzz-router:
 	$(GO) test -run '^$$' -fuzz '^FuzzDecodeEvents$$' -fuzztime 10s ./router/serve
 	$(GO) test -run '^$$' -fuzz '^FuzzTokenList$$' -fuzztime 10s ./router/serve
 	$(GO) test -run '^$$' -fuzz '^FuzzDynamoHandlers$$' -fuzztime 10s ./router/serve
+	$(GO) test -run '^$$' -fuzz '^FuzzReadDynQuery$$' -fuzztime 10s ./router/serve
+	$(GO) test -run '^$$' -fuzz '^FuzzDynQueryDifferential$$' -fuzztime 10s ./router/serve
+	$(GO) test -run '^$$' -fuzz '^FuzzParseCompletion$$' -fuzztime 10s ./router/proxy
+	$(GO) test -run '^$$' -fuzz '^FuzzValueEnd$$' -fuzztime 10s ./router/internal/jsonscan
+	$(GO) test -run '^$$' -fuzz '^FuzzUint32s$$' -fuzztime 10s ./router/internal/jsonscan
+	$(GO) test -run '^$$' -fuzz '^FuzzAppendCompact$$' -fuzztime 10s ./router/internal/jsonscan
 	$(GO) test -run '^$$' -fuzz '^FuzzDecode$$' -fuzztime 10s ./router/config
 	$(GO) test -run '^$$' -fuzz '^FuzzCost$$' -fuzztime 10s ./router/route
 	$(GO) test -run '^$$' -fuzz '^FuzzParseBaseURL$$' -fuzztime 10s ./router/internal/netguard

@@ -15,13 +15,16 @@ fuzz-kvmock:
 	$(GO) test -run '^$$' -fuzz '^FuzzDecodeRequests$$' -fuzztime 10s ./router/kvmock
 	$(GO) test -run '^$$' -fuzz '^FuzzHandler$$' -fuzztime 10s ./router/kvmock
 	$(GO) test -run '^$$' -fuzz '^FuzzCacheOps$$' -fuzztime 10s ./router/kvmock
+	$(GO) test -run '^$$' -fuzz '^FuzzDecodeCompletionDifferential$$' -fuzztime 10s ./router/kvmock
 
 BENCH_TARGETS += bench-kvmock
 
 .PHONY: bench-kvmock
-# The engine's own cost per simulated request, and the wire encoder.
+# The engine's own cost per simulated request, and the wire encoder; its
+# body decoding against the encoding/json one it replaced (alternated).
 bench-kvmock:
 	$(GO) test -run '^$$' -bench '^Benchmark(Generate|EncodeBatch)$$' -benchmem -count=1 ./router/kvmock
+	$(GO) test -run '^$$' -bench '^BenchmarkDecodeCompletion$$' -benchtime 1s -cpu 1 -count=1 ./router/kvmock
 
 TEST_TARGETS += kvmock-python
 

@@ -81,19 +81,26 @@ func decodeJSON(body []byte, v any) error {
 	return nil
 }
 
-// decodeCompletion parses a /v1/completions body.
+// decodeCompletion parses a /v1/completions body: a prompt of plain
+// token ids in one pass (readCompletion), anything else with
+// encoding/json.
 func decodeCompletion(body []byte, tok Tokenizer, defaultMaxTokens int) (genParams, error) {
-	var r completionRequest
-	if err := decodeJSON(body, &r); err != nil {
-		return genParams{}, err
+	r, prompt, fast := readCompletion(body)
+	if !fast {
+		r = completionRequest{}
+		if err := decodeJSON(body, &r); err != nil {
+			return genParams{}, err
+		}
 	}
 	if err := checkN(r.N); err != nil {
 		return genParams{}, err
 	}
-	addSpecial := r.AddSpecialTokens == nil || *r.AddSpecialTokens
-	prompt, err := decodePrompt(r.Prompt, tok, addSpecial)
-	if err != nil {
-		return genParams{}, err
+	if !fast {
+		addSpecial := r.AddSpecialTokens == nil || *r.AddSpecialTokens
+		var err error
+		if prompt, err = decodePrompt(r.Prompt, tok, addSpecial); err != nil {
+			return genParams{}, err
+		}
 	}
 	maxTokens, err := pickMaxTokens(defaultMaxTokens, r.MaxTokens)
 	if err != nil {

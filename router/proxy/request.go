@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+
+	"github.com/kvhash/kvhash/router/internal/jsonscan"
 )
 
 // clientRequest is what the proxy needs of a completion request to route
@@ -44,8 +46,19 @@ type tokenizeBody struct {
 }
 
 // parseCompletion reads a /v1/completions body (chat false) or a
-// /v1/chat/completions body (chat true).
+// /v1/chat/completions body (chat true): in one pass when it has the
+// common shape (readCompletion), else with encoding/json, which also
+// words the errors.
 func parseCompletion(body []byte, chat bool) (clientRequest, error) {
+	if req, ok := readCompletion(body, chat); ok {
+		return req, nil
+	}
+	return decodeCompletion(body, chat)
+}
+
+// decodeCompletion is parseCompletion with encoding/json: every body
+// readCompletion leaves (an error, a batch, escapes in keys, ...).
+func decodeCompletion(body []byte, chat bool) (clientRequest, error) {
 	var f completionFields
 	if err := json.Unmarshal(body, &f); err != nil {
 		return clientRequest{}, badRequest("invalid_json", "invalid JSON body: %v", err)
@@ -96,12 +109,15 @@ func isNull(raw json.RawMessage) bool {
 	return len(t) == 0 || string(t) == "null"
 }
 
-// tokenIDs reads a prompt given as a list of token ids. A batch (a list
-// of prompts) is refused: one request goes to one engine.
+// tokenIDs reads a prompt given as a list of token ids (raw without
+// surrounding space). A batch (a list of prompts) is refused: one
+// request goes to one engine.
 func tokenIDs(raw []byte) ([]uint32, error) {
-	if ids, ok := fastTokenIDs(raw); ok {
+	if ids, end, ok := jsonscan.Uint32s(nil, raw, 0); ok && end == len(raw) {
 		return ids, nil
 	}
+	// What the one-pass reader does not take: -0, "12" (encoding/json
+	// reads a string holding a number as one), 1.0, batches, errors.
 	var nums []json.Number
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.UseNumber()
@@ -117,59 +133,4 @@ func tokenIDs(raw []byte) ([]uint32, error) {
 		ids[i] = uint32(v)
 	}
 	return ids, nil
-}
-
-// fastTokenIDs parses the common shape, [1, 2, 3] with plain decimal
-// integers, without encoding/json's reflection (a long prompt is most of
-// the proxy's work otherwise). Anything else reports !ok and takes the
-// general path, which also words the errors.
-func fastTokenIDs(raw []byte) ([]uint32, bool) {
-	i, n := 0, len(raw)
-	skip := func() {
-		for i < n && (raw[i] == ' ' || raw[i] == '\n' || raw[i] == '\t' || raw[i] == '\r') {
-			i++
-		}
-	}
-	skip()
-	if i >= n || raw[i] != '[' {
-		return nil, false
-	}
-	i++
-	ids := make([]uint32, 0, n/6)
-	skip()
-	if i < n && raw[i] == ']' {
-		i++
-		skip()
-		return ids, i == n
-	}
-	for {
-		skip()
-		start := i
-		var v uint64
-		for i < n && raw[i] >= '0' && raw[i] <= '9' {
-			v = v*10 + uint64(raw[i]-'0')
-			if v > math.MaxUint32 || i-start > 10 {
-				return nil, false
-			}
-			i++
-		}
-		if i == start || (raw[start] == '0' && i-start > 1) {
-			return nil, false
-		}
-		ids = append(ids, uint32(v))
-		skip()
-		if i >= n {
-			return nil, false
-		}
-		switch raw[i] {
-		case ',':
-			i++
-		case ']':
-			i++
-			skip()
-			return ids, i == n
-		default:
-			return nil, false
-		}
-	}
 }

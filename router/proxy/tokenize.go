@@ -11,6 +11,7 @@ import (
 
 	"github.com/kvhash/kvhash/router/indexer"
 	"github.com/kvhash/kvhash/router/internal/httpapi"
+	"github.com/kvhash/kvhash/router/internal/jsonscan"
 	"github.com/kvhash/kvhash/router/route"
 )
 
@@ -61,11 +62,48 @@ func (p *Proxy) tokenize(ctx context.Context, req clientRequest) ([]uint32, erro
 		// messages): the client's error, passed on with its status.
 		return nil, engineVerdict(resp.StatusCode, b)
 	}
-	var tr tokenizeResponse
-	if err := json.Unmarshal(b, &tr); err != nil || tr.Tokens == nil {
+	tokens, ok := readTokenizeAnswer(b)
+	if !ok {
 		return nil, upstreamError("bad_tokenize_answer", "tokenizing at %s: the answer has no token list: %s", base, truncate(b, 200))
 	}
-	return tr.Tokens, nil
+	return tokens, nil
+}
+
+// readTokenizeAnswer returns the token ids of a /tokenize answer: in one
+// pass when the answer has the common shape (its tokens plain integers),
+// else with encoding/json; ok is false when the answer has no token list.
+func readTokenizeAnswer(b []byte) ([]uint32, bool) {
+	var tokens []uint32
+	fast := jsonscan.Members(b, func(key []byte, i int) int {
+		if string(key) == "tokens" {
+			if lit, next, _ := jsonscan.Literal(b, i); lit == 'n' {
+				tokens = nil
+				return next
+			}
+			ids, next, ok := jsonscan.Uint32s(nil, b, i)
+			if !ok {
+				return -1
+			}
+			tokens = ids
+			return next
+		}
+		if jsonscan.MayName(key, "tokens") {
+			return -1
+		}
+		end, ok := jsonscan.ValueEnd(b, i)
+		if !ok {
+			return -1
+		}
+		return end
+	})
+	if fast {
+		return tokens, tokens != nil
+	}
+	var tr tokenizeResponse
+	if err := json.Unmarshal(b, &tr); err != nil || tr.Tokens == nil {
+		return nil, false
+	}
+	return tr.Tokens, true
 }
 
 // engineVerdict turns an engine's error answer into the error the client

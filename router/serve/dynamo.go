@@ -75,6 +75,11 @@ func (s *Server) decodeDynamo(w http.ResponseWriter, r *http.Request, v any) err
 	if err != nil {
 		return err
 	}
+	return decodeDynamoBody(body, v)
+}
+
+// decodeDynamoBody is decodeDynamo's decoding, of a body already read.
+func decodeDynamoBody(body []byte, v any) error {
 	if err := decodeLenient(body, v); err != nil {
 		var ae *apiError
 		if errors.As(err, &ae) && ae.Code != "invalid_json" && ae.Code != "trailing_data" {
@@ -401,9 +406,25 @@ type dynScores struct {
 }
 
 func (s *Server) dynQuery(w http.ResponseWriter, r *http.Request) error {
-	var req dynQueryRequest
-	if err := s.decodeDynamo(w, r, &req); err != nil {
+	// The body and the token ids are garbage once the prompt is hashed
+	// (strings are copied out): pooled buffers, as the route path's.
+	in := bufPool.Get().(*[]byte)
+	defer bufPool.Put(in)
+	body, err := readBodyInto((*in)[:0], w, r, s.cfg.Limits.MaxBodyBytes)
+	*in = body
+	if err != nil {
 		return err
+	}
+	tp := tokenPool.Get().(*[]uint32)
+	defer tokenPool.Put(tp)
+	req, ok := readDynQuery(body, *tp)
+	if !ok {
+		req = dynQueryRequest{}
+		if err := decodeDynamoBody(body, &req); err != nil {
+			return err
+		}
+	} else if req.TokenIDs != nil && cap(*req.TokenIDs) > cap(*tp) && cap(*req.TokenIDs) <= maxPooledTokens {
+		*tp = (*req.TokenIDs)[:0] // grown: keep the larger buffer
 	}
 	switch {
 	case req.TokenIDs == nil:

@@ -35,6 +35,11 @@ var figures = []figure{
 	{"BenchmarkRouteHandler", "cpu-µs/route", "routing, the server's own CPU per route (no network, one goroutine, 128 workers)", 0, false, ""},
 	{"BenchmarkMemoryPerBlock", "heap-B/pair", "memory per indexed (worker, block), Go heap (bytes)", 0, false, ""},
 	{"BenchmarkMemoryPerBlock", "rss-B/pair", "memory per indexed (worker, block), resident set (bytes)", 0, false, ""},
+	{"BenchmarkParseCompletion/12k-tokens", "new/old", "proxy/picker body parse, 12k token ids: one pass / encoding/json (same run)", 0.5, false, "< 0.5"},
+	{"BenchmarkParseCompletion/chat-48KiB", "new/old", "proxy/picker body parse, 48 KiB chat: one pass / encoding/json (same run)", 0.5, false, "< 0.5"},
+	{"BenchmarkParseQuery/8k-tokens", "new/old", "Dynamo /query body parse, 8192 token ids: one pass / encoding/json (same run)", 0.5, false, "< 0.5"},
+	{"BenchmarkParseRoute/8k-tokens", "new/old", "/v1/route body parse, 8192 token ids: one pass / encoding/json (same run)", 0.5, false, "< 0.5"},
+	{"BenchmarkParseTokenizeAnswer/12k-tokens", "new/old", "an engine's /tokenize answer, 12k ids: one pass / encoding/json (same run)", 0.5, false, "< 0.5"},
 }
 
 var resultLine = regexp.MustCompile(`^(Benchmark\S+?)(-\d+)?\s+\d+\s+(.*)$`)
@@ -93,8 +98,12 @@ func main() {
 	}
 }
 
-// group writes v with thousands separators, one decimal below 100.
+// group writes v with thousands separators, one decimal below 100, three
+// below 1 (the ratios).
 func group(v float64) string {
+	if v < 1 {
+		return strconv.FormatFloat(v, 'f', 3, 64)
+	}
 	if v < 100 {
 		return strconv.FormatFloat(v, 'f', 1, 64)
 	}
