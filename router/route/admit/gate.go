@@ -84,13 +84,18 @@ func (g *Gate) Enter(ctx context.Context, serviceS func() float64) (done func(),
 		g.mu.Unlock()
 		return func() {}, false, nil
 	}
+	g.mu.Unlock()
+	// Held: its place in the queue is computed outside the lock (it
+	// hashes the prompt), and the room is checked again after.
+	at, s := g.opts.Now(), serviceS()
+	g.mu.Lock()
 	if g.opts.MaxHeld > 0 && g.q.Len() >= g.opts.MaxHeld {
 		n := g.q.Len()
 		g.mu.Unlock()
 		return nil, false, fmt.Errorf("%w: %d held", ErrFull, n)
 	}
 	w := &waiter{ready: make(chan struct{})}
-	g.q.Push(w, g.opts.Now(), serviceS())
+	g.q.Push(w, at, s)
 	g.busy.Store(true)
 	g.mu.Unlock()
 	g.Kick()
@@ -115,11 +120,10 @@ func (g *Gate) Enter(ctx context.Context, serviceS func() float64) (done func(),
 		case <-ctx.Done():
 			err = ctx.Err()
 		}
-		if g.leave(w) {
-			return nil, true, err
+		if !g.leave(w) {
+			g.routed() // released as it gave up: its turn goes to the next
 		}
-		// Released as it gave up: it routes, or hands its turn on.
-		return g.routed, true, nil
+		return nil, true, err
 	}
 }
 

@@ -137,3 +137,41 @@ func TestGateRecheck(t *testing.T) {
 	assert.True(t, held)
 	done()
 }
+
+// A request released just as it gives up does not route: its turn goes
+// to the next held request.
+func TestGateGivingUpHandsTheTurnOn(t *testing.T) {
+	var f fleet
+	f.full.Store(true)
+	var clock atomic.Int64
+	g := NewGate(f.saturated, GateOptions{Recheck: time.Hour, Now: func() time.Time { return at(float64(clock.Load())) }})
+	ctx, cancel := context.WithCancel(context.Background())
+	first := make(chan error, 1)
+	go func() {
+		_, _, err := g.Enter(ctx, svc(0.1)) // the shortest: released first
+		first <- err
+	}()
+	require.Eventually(t, func() bool { return g.Held() == 1 }, 5*time.Second, time.Millisecond)
+	second := make(chan bool, 1)
+	go func() {
+		done, _, err := g.Enter(context.Background(), svc(5))
+		assert.NoError(t, err)
+		second <- true
+		done()
+	}()
+	require.Eventually(t, func() bool { return g.Held() == 2 }, 5*time.Second, time.Millisecond)
+	clock.Store(1)
+	f.full.Store(false)
+	// Released (as Kick does) but not yet told, when it gives up.
+	g.mu.Lock()
+	w, _ := g.q.Pop(at(1))
+	w.released, g.releasing = true, true
+	g.mu.Unlock()
+	cancel()
+	assert.ErrorIs(t, <-first, context.Canceled)
+	select {
+	case <-second:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the second request was never released")
+	}
+}
