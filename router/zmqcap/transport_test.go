@@ -17,7 +17,7 @@ import (
 )
 
 // newCap is a Cap of max whose drops arrive on the returned channel.
-func newCap(t *testing.T, max int64) (*Cap, <-chan *TooLargeError) {
+func newCap(t testing.TB, max int64) (*Cap, <-chan *TooLargeError) {
 	t.Helper()
 	drops := make(chan *TooLargeError, 16)
 	c, err := New(max, func(e *TooLargeError) { drops <- e })
@@ -28,7 +28,7 @@ func newCap(t *testing.T, max int64) (*Cap, <-chan *TooLargeError) {
 
 // boundSub binds a SUB socket capped at max on a free loopback port and
 // returns it with its plain tcp:// address and the Cap's drops.
-func boundSub(t *testing.T, max int64) (zmq4.Socket, string, <-chan *TooLargeError) {
+func boundSub(t testing.TB, max int64) (zmq4.Socket, string, <-chan *TooLargeError) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	sub := zmq4.NewSub(ctx)
