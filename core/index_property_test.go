@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"runtime"
 	"slices"
 	"testing"
 
@@ -274,7 +275,15 @@ func requireSameMatches(t *testing.T, x *Index, m *model, q []uint64, earlyExit 
 // nothing either.
 func TestIndexAgreesWithModel(t *testing.T) {
 	const events = 12000
-	for _, seed := range []uint64{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11} {
+	seeds := []uint64{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11}
+	if runtime.GOARCH == "wasm" {
+		// In wazero (make test's go-test-wasm) the wide-shape seeds take
+		// 10-14 s each, 90 s for all; what only the module runs (its block
+		// hashing, byte order) is reached by any seed, and the native run
+		// covers every one. Keep the small shape in both modes (2 s each).
+		seeds = []uint64{1, 2}
+	}
+	for _, seed := range seeds {
 		t.Run(fmt.Sprintf("seed%d", seed), func(t *testing.T) {
 			t.Parallel()
 			shape := smallShape

@@ -1,8 +1,8 @@
 # core's Go tests compiled to WebAssembly (GOOS=wasip1 GOARCH=wasm) and run
 # in wazero by internal/cmd/wasiexec, so that what only the module runs
 # (core/blocks64_wasm.s, the byte-order and word-reading paths of a wasm
-# build) is tested where it runs. About 20 s on the development machine,
-# most of it TestIndexAgreesWithModel.
+# build) is tested where it runs. About 50 s on two cores (the model
+# agreement test runs two of its seeds there: see TestIndexAgreesWithModel).
 WASIEXEC := $(BUILD)/bin/wasiexec
 
 TEST_TARGETS += go-test-wasm
