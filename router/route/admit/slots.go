@@ -59,8 +59,8 @@ func (s *Slots[T]) Send(v T) bool {
 
 // Ended says a sent request ended (or failed), and appends to dst the
 // waiting requests to send the engine now, in the order they were
-// routed: none until Batch slots (at most MaxSeqs) are free, then as many as there are
-// free slots. They count as sent.
+// routed: none until Batch slots (at most MaxSeqs) are free, then as
+// many as there are free slots. They count as sent.
 func (s *Slots[T]) Ended(dst []T) []T {
 	if s.sent > 0 {
 		s.sent--
