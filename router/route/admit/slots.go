@@ -1,5 +1,11 @@
 package admit
 
+import (
+	"context"
+	"slices"
+	"sync"
+)
+
 // DefaultSlotBatch: once an engine runs its max_num_seqs requests, the
 // requests routed to it wait at the router until this many of its slots
 // are free, and then go together.
@@ -84,6 +90,18 @@ func (s *Slots[T]) Ended(dst []T) []T {
 	return dst
 }
 
+// Remove drops the first waiting request for which match is true; it
+// reports whether one was.
+func (s *Slots[T]) Remove(match func(T) bool) bool {
+	for i, v := range s.held {
+		if match(v) {
+			s.held = slices.Delete(s.held, i, i+1) // zeroes the freed tail
+			return true
+		}
+	}
+	return false
+}
+
 // Full reports whether a request routed now would wait (Send false).
 func (s *Slots[T]) Full() bool {
 	return s.MaxSeqs > 0 && (len(s.held) > 0 || s.sent >= s.MaxSeqs)
@@ -94,3 +112,78 @@ func (s *Slots[T]) Sent() int { return s.sent }
 
 // Held is the requests routed to the engine that wait at the router.
 func (s *Slots[T]) Held() int { return len(s.held) }
+
+// SlotGate is Slots for concurrent callers (the proxy): Enter returns at
+// once while the engine has a free slot and nobody waits for it, and
+// otherwise blocks until Ended lets the caller go with its batch.
+type SlotGate struct {
+	mu    sync.Mutex
+	slots Slots[*slotWaiter]
+	out   []*slotWaiter // scratch of Ended
+}
+
+type slotWaiter struct {
+	ready    chan struct{}
+	released bool
+}
+
+// NewSlotGate returns the gate of an engine of maxSeqs sequences whose
+// requests, once it is full, go batch at a time.
+func NewSlotGate(maxSeqs, batch int) *SlotGate {
+	return &SlotGate{slots: Slots[*slotWaiter]{MaxSeqs: maxSeqs, Batch: batch}}
+}
+
+// Enter waits until the request may go to the engine. nil: it goes, and
+// the caller must call Ended when it ends (also when the caller's context
+// ended as it was let go). An error (ctx's): it never went, and there is
+// nothing to end.
+func (g *SlotGate) Enter(ctx context.Context) error {
+	g.mu.Lock()
+	if !g.slots.Full() {
+		g.slots.Send(nil)
+		g.mu.Unlock()
+		return nil
+	}
+	w := &slotWaiter{ready: make(chan struct{})}
+	g.slots.Send(w)
+	g.mu.Unlock()
+	select {
+	case <-w.ready:
+		return nil
+	case <-ctx.Done():
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if w.released {
+		return nil // let go as the caller gave up: it counts as sent
+	}
+	g.slots.Remove(func(x *slotWaiter) bool { return x == w })
+	return ctx.Err()
+}
+
+// Ended says a request Enter let go ended, and lets the waiting ones go
+// when their batch of slots is free.
+func (g *SlotGate) Ended() {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.out = g.slots.Ended(g.out[:0])
+	for i, w := range g.out {
+		w.released = true
+		close(w.ready)
+		g.out[i] = nil
+	}
+}
+
+// Sent is the requests Enter let go that have not ended.
+func (g *SlotGate) Sent() int {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.slots.Sent()
+}
+
+// Held is the requests waiting in Enter.
+func (g *SlotGate) Held() int {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.slots.Held()
+}

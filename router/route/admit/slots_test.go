@@ -1,9 +1,12 @@
 package admit
 
 import (
+	"context"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 // slotsOp is one call on a Slots[string]: send the named request, or end
@@ -120,4 +123,58 @@ func TestSlotsNeverOverfillTheEngine(t *testing.T) {
 	for v, n := range wentTimes {
 		assert.Equal(t, 1, n, "request %d", v)
 	}
+}
+
+func TestSlotsRemove(t *testing.T) {
+	s := NewSlots[string](1, 1)
+	for _, v := range []string{"a", "b", "c", "d"} {
+		s.Send(v)
+	}
+	assert.True(t, s.Remove(func(v string) bool { return v == "c" }))
+	assert.False(t, s.Remove(func(v string) bool { return v == "c" }), "gone already")
+	assert.False(t, s.Remove(func(v string) bool { return v == "a" }), "a was sent, not held")
+	assert.Equal(t, 2, s.Held())
+	assert.Equal(t, []string{"b"}, s.Ended(nil))
+	assert.Equal(t, []string{"d"}, s.Ended(nil))
+}
+
+// The gate lets the first maxSeqs callers in at once, holds the rest,
+// and lets them go a batch at a time as requests end; a caller whose
+// context ends while held leaves the queue and is not counted.
+func TestSlotGate(t *testing.T) {
+	const maxSeqs, batch = 3, 2
+	g := NewSlotGate(maxSeqs, batch)
+	ctx := context.Background()
+	for range maxSeqs {
+		require.NoError(t, g.Enter(ctx))
+	}
+	entered := make(chan int, 8)
+	for i := range 3 {
+		go func() {
+			if assert.NoError(t, g.Enter(ctx)) {
+				entered <- i
+			}
+		}()
+		require.Eventually(t, func() bool { return g.Held() == i+1 }, 5*time.Second, time.Millisecond)
+	}
+	leaving, cancel := context.WithCancel(ctx)
+	gaveUp := make(chan error, 1)
+	go func() { gaveUp <- g.Enter(leaving) }()
+	require.Eventually(t, func() bool { return g.Held() == 4 }, 5*time.Second, time.Millisecond)
+	cancel()
+	require.ErrorIs(t, <-gaveUp, context.Canceled)
+	assert.Equal(t, 3, g.Held(), "the caller that gave up left the queue")
+
+	g.Ended() // one slot free: below the batch
+	assert.Never(t, func() bool { return len(entered) > 0 }, 50*time.Millisecond, 5*time.Millisecond)
+	g.Ended() // two free: the first two held go, in order
+	got := []int{<-entered, <-entered}
+	assert.ElementsMatch(t, []int{0, 1}, got)
+	assert.Equal(t, maxSeqs, g.Sent())
+	assert.Equal(t, 1, g.Held())
+	g.Ended()
+	g.Ended()
+	assert.Equal(t, 2, <-entered)
+	assert.Equal(t, 2, g.Sent())
+	assert.Zero(t, g.Held())
 }
