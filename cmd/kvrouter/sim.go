@@ -50,7 +50,7 @@ Flags:
 	maxSeqs := fs.Int("max-num-seqs", def.Engine.MaxNumSeqs, "requests an engine runs at once")
 	maxBatched := fs.Int("max-num-batched-tokens", def.Engine.MaxNumBatchedTokens, "tokens an engine computes per step")
 	noChunked := fs.Bool("no-chunked-prefill", false, "a prompt must fit one step's budget whole")
-	noAdmission := fs.Bool("no-admission", false, "kvrouter routes every request when it arrives (no admission queue at the router while the fleet is saturated)")
+	noAdmission := fs.Bool("no-admission", false, "kvrouter routes and sends every request when it arrives (no admission queue at the router while the fleet is saturated, no batching of a full engine's admissions)")
 	scrape := fs.Duration("scrape-interval", def.ScrapeInterval, "how often engines' /metrics are scraped (policies that read them)")
 	sloTTFT := fs.Duration("slo-ttft", def.SLO.TTFT, "goodput: TTFT at most this")
 	sloTPOT := fs.Duration("slo-tpot", def.SLO.TPOT, "goodput: time per output token at most this")

@@ -82,6 +82,7 @@ func TestParseErrors(t *testing.T) {
 		{"bind without scheme", "", []string{"--block-size", "16", "--bind", "*:5557"}, "bind"},
 		{"negative ingest workers", "", []string{"--block-size", "16", "--ingest-workers", "-1"}, "ingest_workers"},
 		{"negative hold tokens", "", []string{"--block-size", "16", "--hold-tokens", "-1"}, "proxy.hold_tokens"},
+		{"negative slot batch", "", []string{"--block-size", "16", "--slot-batch", "-1"}, "proxy.slot_batch"},
 		{"zmq cap too small", "", []string{"--block-size", "16", "--zmq-max-message-bytes", "4095"}, "zmq_max_message_bytes"},
 		{"zmq cap too large", "block_size: 16\nzmq_max_message_bytes: 4611686018427387905\n", nil, "zmq_max_message_bytes"},
 		{"missing file", "", []string{"--config", "/nonexistent/kvrouter.yaml"}, "no such file"},

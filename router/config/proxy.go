@@ -28,6 +28,11 @@ type Proxy struct {
 	// before routing while every engine has this much prefill queued, and
 	// go by highest response ratio (router/route/admit); 0: never held.
 	HoldTokens int `yaml:"hold_tokens"`
+	// SlotBatch: under policy kvrouter, once an engine runs MaxNumSeqs
+	// requests, the next ones routed to it wait in the proxy until this
+	// many of its slots are free and go together (router/route/admit's
+	// Slots); 0: they go at once.
+	SlotBatch int `yaml:"slot_batch"`
 }
 
 // Defaults of the proxy's backpressure (vLLM's default max_num_seqs).
@@ -37,11 +42,13 @@ const (
 	DefaultAdmissionQueue   = 1024
 	DefaultAdmissionTimeout = 5 * time.Second
 	DefaultHoldTokens       = admit.DefaultHoldTokens
+	DefaultSlotBatch        = admit.DefaultSlotBatch
 )
 
 func defaultProxy() Proxy {
 	return Proxy{MaxNumSeqs: DefaultMaxNumSeqs, EngineQueue: DefaultEngineQueue,
-		AdmissionQueue: DefaultAdmissionQueue, AdmissionTimeout: DefaultAdmissionTimeout, HoldTokens: DefaultHoldTokens}
+		AdmissionQueue: DefaultAdmissionQueue, AdmissionTimeout: DefaultAdmissionTimeout, HoldTokens: DefaultHoldTokens,
+		SlotBatch: DefaultSlotBatch}
 }
 
 // validateProxy reports the proxy's bad settings.
@@ -60,6 +67,9 @@ func (c *Config) validateProxy() []error {
 	if p.HoldTokens < 0 {
 		errs = append(errs, fmt.Errorf("proxy.hold_tokens: %d; want >= 0 (0: never held)", p.HoldTokens))
 	}
+	if p.SlotBatch < 0 {
+		errs = append(errs, fmt.Errorf("proxy.slot_batch: %d; want >= 0 (0: no batching)", p.SlotBatch))
+	}
 	if p.AdmissionTimeout <= 0 {
 		errs = append(errs, fmt.Errorf("proxy.admission_timeout: %v; want > 0", p.AdmissionTimeout))
 	}
@@ -73,4 +83,5 @@ func proxyFlags(fs *flag.FlagSet, p *Proxy) {
 	fs.IntVar(&p.AdmissionQueue, "admission-queue", p.AdmissionQueue, "requests that may wait in the proxy when every engine of their model is full (429 beyond)")
 	fs.DurationVar(&p.AdmissionTimeout, "admission-timeout", p.AdmissionTimeout, "how long a request waits for an engine's slot before its 429")
 	fs.IntVar(&p.HoldTokens, "hold-tokens", p.HoldTokens, "policy kvrouter: hold requests in the proxy while every engine has this much prefill queued, and route them by highest response ratio (0: never hold)")
+	fs.IntVar(&p.SlotBatch, "slot-batch", p.SlotBatch, "policy kvrouter: once an engine runs --max-num-seqs requests, hold the next ones routed to it until this many of its slots are free, and send them together (0: send at once)")
 }

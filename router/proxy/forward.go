@@ -81,8 +81,19 @@ func (p *Proxy) serveCompletion(w http.ResponseWriter, r *http.Request, path str
 		p.stats.routeFailed(pol)
 		return err
 	}
-	defer p.release(t)
+	gated := false
+	defer func() {
+		if gated {
+			p.endSlots(t)
+		}
+		p.release(t)
+	}()
 	p.stats.routed(pol, routeDur, tokenizeDur)
+	gatedAt := time.Now()
+	if gated, err = p.enterSlots(r.Context(), pol, t); err != nil {
+		return nil // the client left while its engine was full: nobody reads an answer
+	}
+	queued += time.Since(gatedAt)
 
 	h := w.Header()
 	h.Set(HeaderWorker, strconv.FormatUint(t.WorkerID, 10))

@@ -201,7 +201,8 @@ func (p *Proxy) scrapeMetrics(urls map[uint64]string) {
 		// rank 0 (a URL is one engine; splitting them by data-parallel
 		// rank would need each series' rank label).
 		for id, m := range got {
-			p.rt.ObserveGauges(core.Worker{ID: id}, route.EngineGauges{Waiting: m.Waiting, Running: m.Running, KVUsage: m.KVUsage}, time.Time{})
+			waiting := m.Waiting + p.slotsHeld(id) // the proxy's own queue for the engine's slots
+			p.rt.ObserveGauges(core.Worker{ID: id}, route.EngineGauges{Waiting: waiting, Running: m.Running, KVUsage: m.KVUsage}, time.Time{})
 		}
 	}
 }

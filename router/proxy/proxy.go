@@ -67,6 +67,15 @@ type Options struct {
 	// DefaultMaxNumSeqs + DefaultEngineQueue. Also the size of the
 	// connection pool to each engine.
 	EngineSlots int
+	// MaxNumSeqs: the requests an engine runs at once (its
+	// max_num_seqs; EngineSlots adds what it may queue); zero:
+	// DefaultMaxNumSeqs. SlotBatch: under policy kvrouter, once an engine
+	// runs MaxNumSeqs of the proxy's kvrouter requests, the next ones
+	// routed to it wait in the proxy until SlotBatch of its slots are free
+	// and go together (router/route/admit's Slots, slotgate.go); zero:
+	// they go at once.
+	MaxNumSeqs int
+	SlotBatch  int
 	// QueueLimit: requests that may wait for a slot (all models); zero:
 	// DefaultQueueLimit. QueueTimeout: how long one may wait before its
 	// 429; zero: DefaultQueueTimeout. See admission.go.
@@ -104,6 +113,7 @@ type Proxy struct {
 	stats *Stats
 	adm   admission
 	held  holds
+	gates slotGates
 
 	rrNext atomic.Uint64
 
@@ -159,6 +169,9 @@ func New(opts Options) (*Proxy, error) {
 	if opts.EngineSlots <= 0 {
 		opts.EngineSlots = DefaultMaxNumSeqs + DefaultEngineQueue
 	}
+	if opts.MaxNumSeqs <= 0 {
+		opts.MaxNumSeqs = DefaultMaxNumSeqs
+	}
 	if opts.QueueLimit <= 0 {
 		opts.QueueLimit = DefaultQueueLimit
 	}
@@ -195,6 +208,7 @@ func New(opts Options) (*Proxy, error) {
 		stats:         newStats(time.Now),
 		adm:           admission{queues: map[string][]*waiter{}},
 		held:          holds{gates: map[string]*admit.Gate{}},
+		gates:         slotGates{byEngine: map[uint64]*admit.SlotGate{}},
 		slots:         newEngineSlots(opts.EngineSlots),
 		candidateBufs: freelist.New[[]route.Candidate](candidateBufsKept),
 		baselineBufs:  freelist.New[*baselineScratch](candidateBufsKept),

@@ -19,6 +19,7 @@ func (s *Server) attachProxy() error {
 		EngineSlots:     s.cfg.Proxy.MaxNumSeqs + s.cfg.Proxy.EngineQueue,
 		QueueLimit:      s.cfg.Proxy.AdmissionQueue, QueueTimeout: s.cfg.Proxy.AdmissionTimeout,
 		HoldTokens: s.cfg.Proxy.HoldTokens,
+		MaxNumSeqs: s.cfg.Proxy.MaxNumSeqs, SlotBatch: s.slotBatch(),
 	})
 	if err != nil {
 		return fmt.Errorf("serve: %w", err)
@@ -39,6 +40,16 @@ func (s *Server) holdTokens() int {
 		return 0
 	}
 	return s.cfg.Proxy.HoldTokens
+}
+
+// slotBatch is the proxy's SlotBatch: the configured batch when the
+// router scores by predicted TTFT, 0 under Dynamo's cost (its requests
+// go to the engine when routed, as Dynamo sends them).
+func (s *Server) slotBatch() int {
+	if routerCost(s.cfg.Routing.Policy) != route.CostTTFT {
+		return 0
+	}
+	return s.cfg.Proxy.SlotBatch
 }
 
 // Proxy is the server's proxy (its stats feed the dashboard).

@@ -44,9 +44,10 @@ type Config struct {
 	Engine engine.Config
 	// Dynamo: the dynamo policy's knobs.
 	Dynamo route.Params
-	// NoAdmission: kvrouter routes every request when it arrives instead
-	// of holding requests at the router while the fleet is saturated
-	// (router/route/admit).
+	// NoAdmission: kvrouter routes every request when it arrives and
+	// sends it at once, instead of holding requests at the router while
+	// the fleet is saturated and while their engine runs its
+	// max_num_seqs (router/route/admit).
 	NoAdmission bool
 	// ScrapeInterval: how often engines' gauges are snapshot for policies
 	// that read /metrics.

@@ -61,3 +61,50 @@ func TestKVRouterAdmissionQueue(t *testing.T) {
 	assert.Less(t, held.TTFTMean, direct.TTFTMean, "TTFT mean")
 	assert.Zero(t, run(0.1, false).Held, "a light load holds nothing")
 }
+
+// Once an engine runs its max_num_seqs requests, kvrouter holds the
+// requests routed to it at the router and sends them a batch of slots at
+// a time (admit.Slots), so the engine never queues one of them itself;
+// SGLang's policy, which sends every request at once, fills the same
+// engines' queues (so there was something to hold). Every request ends.
+func TestKVRouterHoldsAFullEnginesRequests(t *testing.T) {
+	tr := Trace{Name: "tenants", Requests: mooncake.Generate(5, mooncake.GenerateOptions{
+		Requests: 300, RatePerSec: 20, Tenants: 24, TenantBlocks: 8, MaxOutput: 60, Family: mooncake.FamilyTenants,
+	})}
+	cfg := smallConfig(tr)
+	cfg.Engine.MaxNumSeqs = 6
+	order := arrivalOrder(tr.Requests)
+	offered, err := OfferedPrefillRate(tr.Requests)
+	require.NoError(t, err)
+	stretch := offered / (1.2 * FleetPrefillCapacity(cfg.Engine, cfg.Engines))
+	tests := []struct {
+		policy        string
+		wantEngineCap bool // the engines never hold more than max_num_seqs
+	}{
+		{policy.KVRouter, true},
+		{policy.SGLang, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.policy, func(t *testing.T) {
+			r, err := newRunner(&cfg, runSpec{policy: tt.policy, load: 1.2, seed: 1}, order, arrivals(tr.Requests, stretch))
+			require.NoError(t, err)
+			most := 0
+			r.record = func(op) {
+				for _, e := range r.engines {
+					st := e.e.Stats()
+					most = max(most, st.Running+st.Waiting)
+				}
+			}
+			require.NoError(t, r.run(tr.Requests))
+			assert.Len(t, r.out.ttft, len(tr.Requests), "every request ends")
+			if tt.wantEngineCap {
+				assert.LessOrEqual(t, most, cfg.Engine.MaxNumSeqs)
+				for _, e := range r.engines {
+					assert.Zero(t, e.slots.Held(), "nothing left held")
+				}
+			} else {
+				assert.Greater(t, most, cfg.Engine.MaxNumSeqs)
+			}
+		})
+	}
+}

@@ -62,6 +62,10 @@ type engineState struct {
 	// The router's own in-flight accounting (Row.Requests, Row.Tokens).
 	requests, tokens int
 	prefillTokens    int // prompt tokens it computed (recomputes included)
+	// slots, when the policy batches a full engine's admissions
+	// (Admitter.SlotBatch): the requests the engine has, and those routed
+	// to it that wait at the router for its slots.
+	slots *admit.Slots[engine.Request]
 }
 
 // runner is one run's whole state.
@@ -90,8 +94,9 @@ type runner struct {
 	record func(op)
 	runs   *tokenRuns
 	// scratch
-	toks     []uint32 // the prompt being routed
-	pubToks  []uint32 // the token ids of a batch's stores
+	toSend   []engine.Request // requests an engine's slots let go
+	toks     []uint32         // the prompt being routed
+	pubToks  []uint32         // the token ids of a batch's stores
 	local    []uint64
 	overlaps []indexer.Overlap
 	batch    ingest.Batch
@@ -134,8 +139,15 @@ func newRunner(cfg *Config, spec runSpec, order []int, arrive []time.Duration) (
 		return nil, err
 	}
 	r.tracker, _ = r.pol.(policy.Tracker)
-	if a, ok := r.pol.(policy.Admitter); ok && a.HoldTokens() > 0 {
-		r.admitter = a
+	if a, ok := r.pol.(policy.Admitter); ok {
+		if a.HoldTokens() > 0 {
+			r.admitter = a
+		}
+		if b := a.SlotBatch(); b > 0 {
+			for _, e := range r.engines {
+				e.slots = admit.NewSlots[engine.Request](cfg.Engine.MaxNumSeqs, b)
+			}
+		}
 	}
 	if o, ok := r.pol.(policy.OverlapReader); ok {
 		r.overlap = o.ReadsOverlap()
@@ -165,7 +177,7 @@ func (r *runner) run(reqs []mooncake.Request[float64]) error {
 			tStep = r.steps[0].at
 		}
 		if tArr == never && tStep == never {
-			return nil
+			return r.checkNothingHeld()
 		}
 		switch {
 		case tStep <= scrape && tStep <= tArr:
@@ -179,6 +191,11 @@ func (r *runner) run(reqs []mooncake.Request[float64]) error {
 			for _, e := range r.engines {
 				st := e.e.Stats()
 				e.scraped = policy.Metrics{Waiting: st.Waiting, Running: st.Running, KVUsage: st.KVUsage}
+				if e.slots != nil {
+					// The requests the router holds for the engine's
+					// slots wait for it as its own queue does.
+					e.scraped.Waiting += e.slots.Held()
+				}
 			}
 			scrape += r.cfg.ScrapeInterval
 		default:
@@ -189,6 +206,22 @@ func (r *runner) run(reqs []mooncake.Request[float64]) error {
 			next++
 		}
 	}
+}
+
+// checkNothingHeld fails a run that ended with requests still held at
+// the router (a release that never came would otherwise just shorten the
+// results).
+func (r *runner) checkNothingHeld() error {
+	n := r.held.Len()
+	for _, e := range r.engines {
+		if e.slots != nil {
+			n += e.slots.Held()
+		}
+	}
+	if n > 0 {
+		return fmt.Errorf("the run ended with %d requests held at the router", n)
+	}
+	return nil
 }
 
 // arrived routes a request and hands it to the chosen engine, or, when
@@ -277,7 +310,19 @@ func (r *runner) dispatch(q *mooncake.Request[float64], idx int) error {
 	}
 	out := max(1, q.OutputLength)
 	e := r.engines[pick]
-	if err := e.e.Add(engine.Request{ID: id, BlockHashes: seq, PromptTokens: q.InputLength, OutputTokens: out}); err != nil {
+	er := engine.Request{ID: id, BlockHashes: seq, PromptTokens: q.InputLength, OutputTokens: out}
+	held := false
+	err = e.e.Check(er)
+	if err == nil && e.slots != nil {
+		if e.slots.Full() {
+			er.BlockHashes = slices.Clone(seq) // seq is scratch
+		}
+		held = !e.slots.Send(er)
+	}
+	if err == nil && !held {
+		err = e.e.Add(er)
+	}
+	if err != nil {
 		if !errors.Is(err, engine.ErrTooLarge) && !errors.Is(err, engine.ErrBadRequest) {
 			return fmt.Errorf("request %d: %w", idx, err)
 		}
@@ -288,7 +333,7 @@ func (r *runner) dispatch(q *mooncake.Request[float64], idx int) error {
 	r.live[id] = &request{line: q, arrival: r.arrive[idx]}
 	e.requests++
 	e.tokens += q.InputLength
-	if !e.busy {
+	if !held && !e.busy {
 		return r.startStep(pick)
 	}
 	return nil
@@ -351,7 +396,17 @@ func (r *runner) stepEnded(i int) error {
 		e.requests--
 		e.tokens -= q.line.InputLength + q.generated
 		r.free(f.ID)
+		if e.slots != nil {
+			r.toSend = e.slots.Ended(r.toSend)
+		}
 	}
+	for k, er := range r.toSend {
+		if err := e.e.Add(er); err != nil { // checked when routed
+			return fmt.Errorf("engine %d: %w", i, err)
+		}
+		r.toSend[k] = engine.Request{}
+	}
+	r.toSend = r.toSend[:0]
 	if r.admitter != nil {
 		if err := r.release(); err != nil {
 			return err

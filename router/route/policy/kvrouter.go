@@ -27,6 +27,7 @@ func init() {
 		}
 		if !env.NoAdmission {
 			rp.hold = admit.DefaultHoldTokens
+			rp.slotBatch = admit.DefaultSlotBatch
 		}
 		return rp, nil
 	})
@@ -56,6 +57,9 @@ type routerPolicy struct {
 	// hold: Admitter's threshold (kvrouter: admit.DefaultHoldTokens;
 	// dynamo: 0, it routes every request when it arrives).
 	hold uint64
+	// slotBatch: Admitter's (kvrouter: admit.DefaultSlotBatch; dynamo:
+	// 0).
+	slotBatch int
 }
 
 func newRouterPolicy(name string, env Env, p route.Params) (*routerPolicy, error) {
@@ -92,6 +96,8 @@ func (p *routerPolicy) Pick(q *Query, rows []Row) (int, error) {
 }
 
 func (p *routerPolicy) HoldTokens() uint64 { return p.hold }
+
+func (p *routerPolicy) SlotBatch() int { return p.slotBatch }
 
 func (p *routerPolicy) Saturated(rows []Row) (bool, error) {
 	if p.hold == 0 {

@@ -91,6 +91,10 @@ type Admitter interface {
 	// HoldTokens: a request is held while every rank has at least this
 	// much prefill queued by the router; 0: the policy never holds.
 	HoldTokens() uint64
+	// SlotBatch: once an engine runs its max_num_seqs requests, the
+	// requests routed to it wait at the caller until this many of its
+	// slots are free (admit.Slots); 0: they go to the engine at once.
+	SlotBatch() int
 	// Saturated reports whether a request arriving now would be held.
 	Saturated(rows []Row) (bool, error)
 	// ServiceS is the request's predicted prefill on an idle rank (its
@@ -116,8 +120,9 @@ type Env struct {
 	// Now is the routers' clock (the simulator's virtual time); nil:
 	// time.Now.
 	Now func() time.Time
-	// NoAdmission: kvrouter routes every request when it arrives, never
-	// holding one at the router (Admitter's HoldTokens is 0).
+	// NoAdmission: kvrouter routes every request when it arrives and
+	// sends it at once, never holding one at the router (Admitter's
+	// HoldTokens and SlotBatch are 0).
 	NoAdmission bool
 	// RequestTTL: how long the production router counts a request never
 	// freed; zero: route.DefaultRequestTTL. (A simulator that frees every
