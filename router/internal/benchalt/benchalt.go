@@ -50,15 +50,21 @@ func Run(b *testing.B, next, old func()) {
 }
 
 // memPerCall is the heap bytes and allocations of one call of f, the mean
-// of a few.
+// of a few. The runtime's counts are the whole process's: as
+// testing.AllocsPerRun does, the calls run at GOMAXPROCS 1 so that other
+// goroutines (the race detector's, the test framework's) rarely allocate
+// meanwhile; one that does still adds 1/memCalls to the mean.
 func memPerCall(f func()) (bytes, allocs float64) {
-	const calls = 16
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
 	f() // warm: pools, lazily built tables
 	var before, after runtime.MemStats
 	runtime.ReadMemStats(&before)
-	for range calls {
+	for range memCalls {
 		f()
 	}
 	runtime.ReadMemStats(&after)
-	return float64(after.TotalAlloc-before.TotalAlloc) / calls, float64(after.Mallocs-before.Mallocs) / calls
+	return float64(after.TotalAlloc-before.TotalAlloc) / memCalls, float64(after.Mallocs-before.Mallocs) / memCalls
 }
+
+// memCalls is how many calls memPerCall averages over.
+const memCalls = 64

@@ -30,7 +30,10 @@ func TestRunReportsBothSides(t *testing.T) {
 		assert.Contains(t, res.Extra, m)
 	}
 	assert.InDelta(t, 1024, res.Extra["new-B/op"], 64)
-	assert.Equal(t, 1.0, res.Extra["new-allocs/op"])
-	assert.Zero(t, res.Extra["old-B/op"])
-	assert.Zero(t, res.Extra["old-allocs/op"])
+	// One allocation a call; the counts are the process's, so another
+	// goroutine's allocation during the 64 calls measured (seen once in
+	// a fresh-clone make test under -race: 17 in 16 calls) may add 1/64.
+	assert.InDelta(t, 1.0, res.Extra["new-allocs/op"], 2.0/64)
+	assert.Less(t, res.Extra["old-B/op"], 128.0, "nothing but another goroutine's stray allocation (up to 8 KiB over 64 calls)")
+	assert.InDelta(t, 0, res.Extra["old-allocs/op"], 2.0/64)
 }
