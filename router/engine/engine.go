@@ -109,11 +109,11 @@ func New(cfg Config) (*Engine, error) {
 // Config is the engine's configuration.
 func (e *Engine) Config() Config { return e.cfg }
 
-// Add queues r at the back of the waiting queue.
 // Check reports the error Add would return for r now, adding nothing
 // (a caller that queues r before adding it refuses it when it arrives).
 func (e *Engine) Check(r Request) error { return e.checkRequest(r) }
 
+// Add queues r at the back of the waiting queue.
 func (e *Engine) Add(r Request) error {
 	if err := e.checkRequest(r); err != nil {
 		return err

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
-	"sync"
 
 	"github.com/kvhash/kvhash/router/indexer"
 	"github.com/kvhash/kvhash/router/route"
@@ -22,26 +21,16 @@ import (
 // applies after: holding is about the order of prefills, slots about how
 // many requests an engine may have.
 
-// holds is one admit.Gate per model (a model's engines are its fleet).
-type holds struct {
-	mu    sync.Mutex
-	gates map[string]*admit.Gate
-}
-
-// gate returns model's gate, made on first use.
+// gate returns model's holding gate (one per model: a model's engines
+// are its fleet), made on first use.
 func (p *Proxy) gate(model string) *admit.Gate {
-	p.held.mu.Lock()
-	defer p.held.mu.Unlock()
-	g := p.held.gates[model]
-	if g == nil {
+	return p.held.get(model, func() *admit.Gate {
 		key, hold := indexer.ModelKey{Model: model}, uint64(p.opts.HoldTokens)
-		g = admit.NewGate(func() bool {
+		return admit.NewGate(func() bool {
 			sat, err := p.rt.Saturated(key, p.reachable, hold)
 			return err == nil && sat
 		}, admit.GateOptions{MaxHeld: p.opts.QueueLimit, MaxWait: p.opts.QueueTimeout})
-		p.held.gates[model] = g
-	}
-	return g
+	})
 }
 
 // holdKV waits while the request's model is saturated (policy kvrouter
@@ -93,13 +82,7 @@ func (p *Proxy) Hold(ctx context.Context, model string, tokens []uint32, cacheSa
 
 // Held is the number of requests held before routing now (every model).
 func (p *Proxy) Held() int {
-	p.held.mu.Lock()
-	defer p.held.mu.Unlock()
-	n := 0
-	for _, g := range p.held.gates {
-		n += g.Held()
-	}
-	return n
+	return p.held.sum(func(g *admit.Gate) int { return g.Held() })
 }
 
 // Kick lets a held request of model go when load ended there (a first
@@ -108,10 +91,7 @@ func (p *Proxy) Kick(model string) {
 	if p.opts.HoldTokens <= 0 {
 		return
 	}
-	p.held.mu.Lock()
-	g := p.held.gates[model]
-	p.held.mu.Unlock()
-	if g != nil {
+	if g := p.held.find(model); g != nil {
 		g.Kick()
 	}
 }

@@ -112,8 +112,8 @@ type Proxy struct {
 	side  *http.Client
 	stats *Stats
 	adm   admission
-	held  holds
-	gates slotGates
+	held  gateSet[string, admit.Gate]     // holding, by model (hold.go)
+	gates gateSet[uint64, admit.SlotGate] // full engines' slots, by engine (slotgate.go)
 
 	rrNext atomic.Uint64
 
@@ -207,8 +207,6 @@ func New(opts Options) (*Proxy, error) {
 		opts: opts, ix: opts.Indexer, rt: opts.Router, log: opts.Logger, client: client, side: side,
 		stats:         newStats(time.Now),
 		adm:           admission{queues: map[string][]*waiter{}},
-		held:          holds{gates: map[string]*admit.Gate{}},
-		gates:         slotGates{byEngine: map[uint64]*admit.SlotGate{}},
 		slots:         newEngineSlots(opts.EngineSlots),
 		candidateBufs: freelist.New[[]route.Candidate](candidateBufsKept),
 		baselineBufs:  freelist.New[*baselineScratch](candidateBufsKept),

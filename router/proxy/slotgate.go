@@ -2,7 +2,6 @@ package proxy
 
 import (
 	"context"
-	"sync"
 
 	"github.com/kvhash/kvhash/router/route/admit"
 )
@@ -19,22 +18,9 @@ import (
 // still bounds what an engine may have from the proxy, waiting here
 // included.
 
-// slotGates is one admit.SlotGate per engine.
-type slotGates struct {
-	mu       sync.Mutex
-	byEngine map[uint64]*admit.SlotGate
-}
-
 // slotGate returns engine id's gate, made on first use.
 func (p *Proxy) slotGate(id uint64) *admit.SlotGate {
-	p.gates.mu.Lock()
-	defer p.gates.mu.Unlock()
-	g := p.gates.byEngine[id]
-	if g == nil {
-		g = admit.NewSlotGate(p.opts.MaxNumSeqs, p.opts.SlotBatch)
-		p.gates.byEngine[id] = g
-	}
-	return g
+	return p.gates.get(id, func() *admit.SlotGate { return admit.NewSlotGate(p.opts.MaxNumSeqs, p.opts.SlotBatch) })
 }
 
 // enterSlots waits, for a request routed to t under policy kvrouter,
@@ -57,11 +43,8 @@ func (p *Proxy) endSlots(t target) { p.slotGate(t.WorkerID).Ended() }
 // slotsHeld is the requests waiting for engine id's slots (they count in
 // its waiting requests, as its own queue does).
 func (p *Proxy) slotsHeld(id uint64) int {
-	p.gates.mu.Lock()
-	g := p.gates.byEngine[id]
-	p.gates.mu.Unlock()
-	if g == nil {
-		return 0
+	if g := p.gates.find(id); g != nil {
+		return g.Held()
 	}
-	return g.Held()
+	return 0
 }

@@ -32,24 +32,20 @@ func (s *Server) attachProxy() error {
 	return nil
 }
 
-// holdTokens is the proxy's HoldTokens: the configured threshold when
-// the router scores by predicted TTFT, 0 (never held) under Dynamo's
-// cost, which routes every request when it arrives as Dynamo does.
-func (s *Server) holdTokens() int {
-	if routerCost(s.cfg.Routing.Policy) != route.CostTTFT {
-		return 0
-	}
-	return s.cfg.Proxy.HoldTokens
-}
+// holdTokens and slotBatch are the proxy's HoldTokens and SlotBatch: the
+// configured ones when the router scores by predicted TTFT, 0 under
+// Dynamo's cost (it routes and sends every request when it arrives, as
+// Dynamo does).
+func (s *Server) holdTokens() int { return s.underTTFT(s.cfg.Proxy.HoldTokens) }
 
-// slotBatch is the proxy's SlotBatch: the configured batch when the
-// router scores by predicted TTFT, 0 under Dynamo's cost (its requests
-// go to the engine when routed, as Dynamo sends them).
-func (s *Server) slotBatch() int {
+func (s *Server) slotBatch() int { return s.underTTFT(s.cfg.Proxy.SlotBatch) }
+
+// underTTFT is n when the router's cost is the predicted TTFT, else 0.
+func (s *Server) underTTFT(n int) int {
 	if routerCost(s.cfg.Routing.Policy) != route.CostTTFT {
 		return 0
 	}
-	return s.cfg.Proxy.SlotBatch
+	return n
 }
 
 // Proxy is the server's proxy (its stats feed the dashboard).
