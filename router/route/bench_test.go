@@ -6,6 +6,7 @@ import (
 	"github.com/kvhash/kvhash/core"
 	"github.com/kvhash/kvhash/router/indexer"
 	"github.com/kvhash/kvhash/router/ingest"
+	"github.com/kvhash/kvhash/router/internal/benchalt"
 )
 
 // BenchmarkRoute: one route (hash, match, cost over every candidate,
@@ -68,4 +69,66 @@ func benchmarkRoute(b *testing.B, cost string) {
 		r.Free(d.RequestID)
 	}
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "routes/s")
+}
+
+// BenchmarkRouteLongPrompt: one route and its end for a 64k-token prompt
+// (4,096 blocks of 16) over 8 workers busy with 64 requests of 16k-token
+// prompts (a quarter of them sharing a 4k-token prefix, which the long
+// prompt starts with too), as the demo's Mooncake conversations are: the
+// per-block work of recording and ending a request's load, which the
+// slowest routes of a long-prompt trace were. Alternated against the same
+// router mapping every block (no tails: load.go), the baseline.
+func BenchmarkRouteLongPrompt(b *testing.B) {
+	long := longPromptRouter(b, false)
+	mapped := longPromptRouter(b, true)
+	benchalt.Run(b, long, mapped)
+}
+
+// longPromptRouter returns one route and end of the long prompt on a
+// router loaded as BenchmarkRouteLongPrompt says.
+func longPromptRouter(b *testing.B, noTails bool) func() {
+	const workers, blockSize = 8, 16
+	ix, err := indexer.New(indexer.Options{BlockSize: blockSize, Mode: core.ModeWarn})
+	if err != nil {
+		b.Fatal(err)
+	}
+	for id := range uint64(workers) {
+		if _, err := ix.AddWorker(indexer.WorkerSpec{WorkerID: id, Model: "m"}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	r, err := New(ix, Options{Seed: 1})
+	if err != nil {
+		b.Fatal(err)
+	}
+	r.load.noTails = noTails
+	prompt := func(seed uint32, shared, tokens int) []uint32 {
+		p := make([]uint32, tokens)
+		for i := range p {
+			if i < shared {
+				p[i] = uint32(i)
+			} else {
+				p[i] = seed<<20 | uint32(i)
+			}
+		}
+		return p
+	}
+	for i := range 64 {
+		shared := 0
+		if i%4 == 0 {
+			shared = 4096
+		}
+		if _, err := r.Route(Request{Model: "m", TokenIDs: prompt(uint32(i+1), shared, 16384)}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	long := prompt(999, 4096, 65536)
+	return func() {
+		d, err := r.Route(Request{Model: "m", TokenIDs: long})
+		if err != nil {
+			b.Fatal(err)
+		}
+		r.PrefillDone(d.RequestID)
+		r.Free(d.RequestID)
+	}
 }

@@ -95,17 +95,21 @@ func (h *holders) compact() {
 }
 
 // depths sets depth[s], for every slot s below len(depth), to the number
-// of leading hashes of seq that slot s holds. alive is scratch of at
-// least stride words. Only as many hashes are looked up as some slot
-// still holds in a row.
-func (h *holders) depths(seq []uint64, depth []uint32, alive []uint64) {
+// of leading hashes of seq that slot s holds, and returns where the walk
+// ended: the first hash of seq no slot holds (len(seq) when every slot
+// that held the rest held it all), or -1 when it stopped at a hash some
+// slot holds but none of those that held every hash before it, which a
+// prefix-closed table never has (load.go: only an add of a list that is
+// not a chain makes one). alive is scratch of at least stride words. Only
+// as many hashes are looked up as some slot still holds in a row.
+func (h *holders) depths(seq []uint64, depth []uint32, alive []uint64) int {
 	clear(depth)
 	if len(seq) == 0 {
-		return
+		return 0
 	}
 	r, ok := h.rows[seq[0]]
 	if !ok {
-		return
+		return 0
 	}
 	alive = alive[:h.stride]
 	copy(alive, h.row(r))
@@ -113,7 +117,7 @@ func (h *holders) depths(seq []uint64, depth []uint32, alive []uint64) {
 		r, ok := h.rows[seq[i]]
 		if !ok {
 			markDepth(depth, alive, uint32(i))
-			return
+			return i
 		}
 		row := h.row(r)
 		var still uint64
@@ -126,10 +130,22 @@ func (h *holders) depths(seq []uint64, depth []uint32, alive []uint64) {
 			still |= alive[k]
 		}
 		if still == 0 {
-			return
+			return -1
 		}
 	}
 	markDepth(depth, alive, uint32(len(seq)))
+	return len(seq)
+}
+
+// firstUnheld is where depths' walk would end for seq, asked without the
+// slots: the first hash of seq with no row (len(seq): none).
+func (h *holders) firstUnheld(seq []uint64) int {
+	for i, hash := range seq {
+		if _, ok := h.rows[hash]; !ok {
+			return i
+		}
+	}
+	return len(seq)
 }
 
 // markDepth sets depth d for every slot in set.

@@ -15,6 +15,20 @@ import (
 // their blocks (sequence hashes, counted once per rank however many
 // requests share them, as Dynamo's active sequences do).
 //
+// A request's blocks go into its rank's block map and the holders rows
+// (one map operation or more a block) only as far as another request
+// holds them too: the rest of its chain, its tail, is kept as its own
+// list, known by its first hash (tails). A prompt of a conversation's
+// next turn shares its prefix with a running request, but its own long
+// end, and most of the blocks of a trace of long prompts, are nobody
+// else's: they cost a route and its end nothing a block (the slowest
+// routes of the Mooncake trace were this bookkeeping, a few thousand map
+// operations of 100-400 ns each). A tail stays exact: a prompt that
+// continues into one leaves every rank's maps where the tail starts
+// (sequence hashes name their whole prefix), so depths looks its hash up
+// there, and the shared part moves into the maps when the prompt is
+// routed (promote).
+//
 // Ranks live in slots (dense, so a route's cost loop indexes arrays, not
 // maps). A rank whose requests all ended keeps its slot, idle, so a busy
 // fleet's slots stay put and routes can cache them (gen says when a
@@ -28,6 +42,12 @@ type loadTable struct {
 	idle      int    // slots whose rank has no request
 	gen       uint64 // bumped whenever a worker's slot changes
 	holders   holders
+	// tails: each request's tail (blocks[excl:], see above) by its first
+	// hash. A tail's hashes are in no map and held by no other request.
+	tails map[uint64]*request
+	// noTails maps every block, as the table did before tails: the
+	// baseline of BenchmarkRouteLongPrompt.
+	noTails bool
 	// order: requests in routing order, for expiry. Entries of freed
 	// requests (dead) are skipped when reached, and dropped in one pass
 	// once they outnumber the live ones, so the queue stays O(active)
@@ -60,7 +80,10 @@ type request struct {
 	slot          int32
 	prefillTokens uint64 // 0 once prefill is done
 	blocks        []uint64
-	at            time.Time
+	// excl: blocks[:excl] are in the rank's block map (and the holders
+	// rows); blocks[excl:] is the request's tail, in tails when not empty.
+	excl int
+	at   time.Time
 	// held: the request never expires (its caller frees it); it has no
 	// order entry.
 	held bool
@@ -87,6 +110,7 @@ type rankLoad struct {
 	prefillTokens uint64
 	blocks        map[uint64]uint32 // sequence hash -> active requests holding it
 	blocksPeak    peak
+	tailBlocks    int // the blocks of its requests' tails (in no map)
 	prefilling    int // requests before their first token
 	model         *rankModel
 	// rate: requests routed here, decayed with a 1 s time constant: the
@@ -101,7 +125,7 @@ type rankLoad struct {
 const idleSweepMin = 256
 
 func newLoadTable() loadTable {
-	return loadTable{requests: map[string]*request{}, slotOf: map[core.Worker]int32{}, gen: 1, holders: newHolders(),
+	return loadTable{requests: map[string]*request{}, slotOf: map[core.Worker]int32{}, gen: 1, holders: newHolders(), tails: map[uint64]*request{},
 		models: map[core.Worker]*rankModel{}, prior: DefaultTTFTPrior(), fleet: newTTFTModel(DefaultTTFTPrior())}
 }
 
@@ -162,16 +186,53 @@ func (t *loadTable) projected(slot int32, depth uint32, seqLen int) Load {
 		return Load{DecodeBlocks: uint64(seqLen)}
 	}
 	rl := t.ranks[slot]
-	return Load{PrefillTokens: rl.prefillTokens, DecodeBlocks: uint64(len(rl.blocks) + seqLen - int(depth))}
+	return Load{PrefillTokens: rl.prefillTokens, DecodeBlocks: uint64(rl.activeBlocks() + seqLen - int(depth))}
 }
 
+// activeBlocks is how many distinct blocks the rank's requests hold.
+func (rl *rankLoad) activeBlocks() int { return len(rl.blocks) + rl.tailBlocks }
+
 // depths fills depth (by slot, grown as needed) with how many leading
-// hashes of seq each slot's rank has active.
-func (t *loadTable) depths(seq []uint64, depth []uint32, alive []uint64) ([]uint32, []uint64) {
+// hashes of seq each slot's rank has active, and returns where seq leaves
+// the maps and the tail it continues into there, for addInto.
+func (t *loadTable) depths(seq []uint64, depth []uint32, alive []uint64) ([]uint32, []uint64, tailMatch) {
 	depth = slices.Grow(depth[:0], len(t.ranks))[:len(t.ranks)]
 	alive = slices.Grow(alive[:0], t.holders.stride)[:t.holders.stride]
-	t.holders.depths(seq, depth, alive)
-	return depth, alive
+	m := t.tailAt(seq, t.holders.depths(seq, depth, alive))
+	if m.req != nil {
+		// The tail's request holds seq up to where its tail starts (its
+		// mapped blocks), then as far as the tail goes on alike.
+		depth[m.req.slot] = max(depth[m.req.slot], uint32(m.at+m.n))
+	}
+	return depth, alive, m
+}
+
+// tailMatch says where a chain of sequence hashes leaves the maps (at:
+// its first hash no rank holds there; -1: not known, the chain is mapped
+// block by block) and, when it goes on into a request's tail there, whose
+// (req) and for how many hashes (n).
+type tailMatch struct {
+	at  int
+	req *request
+	n   int
+}
+
+// tailAt is the tailMatch of seq leaving the maps at at.
+func (t *loadTable) tailAt(seq []uint64, at int) tailMatch {
+	m := tailMatch{at: at}
+	if at < 0 || at >= len(seq) {
+		return m
+	}
+	rq := t.tails[seq[at]]
+	if rq == nil || rq.excl != at {
+		return m
+	}
+	n := 0
+	for n < len(seq)-at && at+n < len(rq.blocks) && seq[at+n] == rq.blocks[at+n] {
+		n++
+	}
+	m.req, m.n = rq, n
+	return m
 }
 
 // slot returns w's slot, giving it one if it has none.
@@ -201,14 +262,15 @@ func (t *loadTable) slot(w core.Worker) int32 {
 
 // add records a request's load; held requests never expire.
 func (t *loadTable) add(id string, w core.Worker, prefillTokens uint64, seq []uint64, now time.Time, held bool) {
-	t.addInto(new(request), id, w, prefillTokens, seq, now, held)
+	t.addInto(new(request), id, w, prefillTokens, seq, now, held, t.tailAt(seq, t.holders.firstUnheld(seq)))
 }
 
 // addInto is add with the request's record allocated by the caller (a
 // decision allocates it before it takes the router's lock: an allocation
 // may make its goroutine assist the garbage collector, and wait, and
-// every other decision would wait with it).
-func (t *loadTable) addInto(rq *request, id string, w core.Worker, prefillTokens uint64, seq []uint64, now time.Time, held bool) {
+// every other decision would wait with it). m is seq's tailMatch in the
+// table as it is (depths, in the same hold of the lock).
+func (t *loadTable) addInto(rq *request, id string, w core.Worker, prefillTokens uint64, seq []uint64, now time.Time, held bool, m tailMatch) {
 	s := t.slot(w)
 	rl0 := t.ranks[s]
 	*rq = request{slot: s, prefillTokens: prefillTokens, blocks: seq, at: now, held: held,
@@ -227,14 +289,57 @@ func (t *loadTable) addInto(rq *request, id string, w core.Worker, prefillTokens
 	}
 	rl.requests++
 	rl.prefillTokens += prefillTokens
-	for _, h := range seq {
-		n := rl.blocks[h]
-		if n == 0 {
+	// seq[:mapped] goes into the maps; the rest is the request's tail.
+	mapped := len(seq)
+	if m.at >= 0 && m.at < len(seq) && !t.noTails {
+		mapped = m.at
+		if m.req != nil {
+			mapped += m.n
+			t.promote(m.req, mapped) // now shared: into the maps
+		}
+	}
+	if mapped < len(seq) {
+		if _, taken := t.tails[seq[mapped]]; taken {
+			mapped = len(seq) // only a list that is not a chain gets here: map it all
+		} else {
+			t.tails[seq[mapped]] = rq
+			rl.tailBlocks += len(seq) - mapped
+		}
+	}
+	rq.excl = mapped
+	t.mapBlocks(rl, s, seq[:mapped])
+}
+
+// mapBlocks counts one more holder on rank rl (slot s) of each hash.
+func (t *loadTable) mapBlocks(rl *rankLoad, s int32, hashes []uint64) {
+	for _, h := range hashes {
+		// One map operation a hash: the increment makes the entry when
+		// there was none, which the length shows.
+		n := len(rl.blocks)
+		rl.blocks[h]++
+		if len(rl.blocks) != n {
 			t.holders.set(h, s)
 		}
-		rl.blocks[h] = n + 1
 	}
 	rl.blocksPeak.grew(len(rl.blocks))
+}
+
+// promote moves rq's tail up to blocks[to] into its rank's maps, another
+// request having routed a prompt that shares it.
+func (t *loadTable) promote(rq *request, to int) {
+	if to <= rq.excl {
+		return
+	}
+	rl := t.ranks[rq.slot]
+	if t.tails[rq.blocks[rq.excl]] == rq {
+		delete(t.tails, rq.blocks[rq.excl])
+	}
+	t.mapBlocks(rl, rq.slot, rq.blocks[rq.excl:to])
+	rl.tailBlocks -= to - rq.excl
+	rq.excl = to
+	if to < len(rq.blocks) {
+		t.tails[rq.blocks[to]] = rq
+	}
 }
 
 func (t *loadTable) prefillDone(id string) bool {
@@ -327,13 +432,19 @@ func (t *loadTable) release(id string) bool {
 	if rq.prefilling {
 		rl.prefilling--
 	}
-	for _, h := range rq.blocks {
+	for _, h := range rq.blocks[:rq.excl] {
 		if n := rl.blocks[h] - 1; n == 0 {
 			delete(rl.blocks, h)
 			t.holders.unset(h, rq.slot)
 		} else {
 			rl.blocks[h] = n
 		}
+	}
+	if rq.excl < len(rq.blocks) {
+		if t.tails[rq.blocks[rq.excl]] == rq {
+			delete(t.tails, rq.blocks[rq.excl])
+		}
+		rl.tailBlocks -= len(rq.blocks) - rq.excl
 	}
 	// Its order entry may outlive it (dead entries are dropped in bulk):
 	// the entry must not keep its blocks. A held request has no entry:
@@ -399,7 +510,7 @@ func (t *loadTable) workers() []WorkerLoad {
 		if rl == nil || rl.requests == 0 {
 			continue
 		}
-		out = append(out, WorkerLoad{Worker: rl.worker, Requests: rl.requests, PrefillTokens: rl.prefillTokens, ActiveBlocks: uint64(len(rl.blocks))})
+		out = append(out, WorkerLoad{Worker: rl.worker, Requests: rl.requests, PrefillTokens: rl.prefillTokens, ActiveBlocks: uint64(rl.activeBlocks())})
 	}
 	slices.SortFunc(out, func(a, b WorkerLoad) int { return a.Worker.Compare(b.Worker) })
 	return out

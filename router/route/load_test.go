@@ -12,25 +12,40 @@ import (
 	"github.com/kvhash/kvhash/router/indexer"
 )
 
-// naiveDepth is the definition the holders walk replaces: the number of
-// leading hashes of seq the rank has active, asked of its own block map.
-func naiveDepth(t *loadTable, w core.Worker, seq []uint64) uint32 {
+// naiveActive is the definition the holders rows and tails stand for:
+// the blocks the rank's active requests hold, from their block lists.
+func naiveActive(t *loadTable, w core.Worker) map[uint64]bool {
+	held := map[uint64]bool{}
 	s, ok := t.slotOf[w]
 	if !ok {
-		return 0
+		return held
 	}
+	for _, rq := range t.requests {
+		if rq.slot == s {
+			for _, h := range rq.blocks {
+				held[h] = true
+			}
+		}
+	}
+	return held
+}
+
+// naiveDepth is the number of leading hashes of seq in held.
+func naiveDepth(held map[uint64]bool, seq []uint64) uint32 {
 	d := 0
-	for d < len(seq) && t.ranks[s].blocks[seq[d]] > 0 {
+	for d < len(seq) && held[seq[d]] {
 		d++
 	}
 	return uint32(d)
 }
 
 // TestLoadTableDepthsMatchBlockMaps drives the load table through random
-// adds, frees and expiries over more ranks than one bit word holds (so
-// rows widen) and enough churn to sweep idle slots, and checks after each
-// step that every candidate's slot, depth and projected load agree with
-// the ranks' own block maps.
+// adds (as a route makes them, and as a replica's are), frees and
+// expiries over more ranks than one bit word holds (so rows widen) and
+// enough churn to sweep idle slots, of prompts that share prefixes, end
+// in tails of their own, and continue other requests' (promotions), and
+// checks after each step that every candidate's slot, depth and projected
+// load agree with the blocks of the requests active on its rank.
 func TestLoadTableDepthsMatchBlockMaps(t *testing.T) {
 	for _, tc := range []struct {
 		name    string
@@ -40,28 +55,54 @@ func TestLoadTableDepthsMatchBlockMaps(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			rng := rand.New(rand.NewPCG(7, uint64(tc.workers)))
 			lt := newLoadTable()
-			// Prompts share prefixes: chains over a small alphabet.
-			prompt := func() []uint64 {
-				n := 1 + rng.IntN(12)
-				local := make([]uint64, n)
-				for i := range local {
-					local[i] = uint64(rng.IntN(3))
-				}
-				return core.SequenceHashes(local)
-			}
+			// Prompts share prefixes (chains over a small alphabet), most
+			// end in blocks of their own, and some continue an active
+			// request's prompt (a conversation's next turn).
+			locals := map[string][]uint64{}
 			var ids []string
+			prompt := func() []uint64 {
+				var local []uint64
+				if len(ids) > 0 && rng.IntN(3) == 0 {
+					prev := locals[ids[rng.IntN(len(ids))]]
+					local = append(local, prev[:rng.IntN(len(prev)+1)]...)
+				} else {
+					for range rng.IntN(8) {
+						local = append(local, uint64(rng.IntN(3)))
+					}
+				}
+				for range rng.IntN(10) {
+					local = append(local, 3+rng.Uint64N(1<<40))
+				}
+				if len(local) == 0 {
+					local = append(local, uint64(rng.IntN(3)))
+				}
+				return local
+			}
 			cache := &slotCache{}
 			var depth []uint32
 			var alive []uint64
 			now := time.Unix(0, 0)
 			swept := false
+			promotions, tails := 0, 0
 			for step := range tc.steps {
 				now = now.Add(time.Millisecond)
 				switch op := rng.IntN(10); {
 				case op < 6:
 					id := strconv.Itoa(step)
 					w := core.Worker{ID: uint64(rng.IntN(tc.workers)), DPRank: uint32(rng.IntN(2))}
-					lt.add(id, w, uint64(rng.IntN(100)), prompt(), now, false)
+					local := prompt()
+					seq := core.SequenceHashes(local)
+					if op < 3 {
+						lt.add(id, w, uint64(rng.IntN(100)), seq, now, false) // a replica's
+					} else { // a route's: depths, then the add in the same hold of the lock
+						var m tailMatch
+						depth, alive, m = lt.depths(seq, depth, alive)
+						if m.req != nil {
+							promotions++
+						}
+						lt.addInto(new(request), id, w, uint64(rng.IntN(100)), seq, now, false, m)
+					}
+					locals[id] = local
 					ids = append(ids, id)
 				case op < 9 && len(ids) > 0:
 					i := rng.IntN(len(ids))
@@ -73,13 +114,14 @@ func TestLoadTableDepthsMatchBlockMaps(t *testing.T) {
 					lt.expire(now.Add(-200 * time.Millisecond))
 				}
 				swept = swept || len(lt.freeSlots) > 0
+				tails = max(tails, len(lt.tails))
 				cands := make([]indexer.Candidate, 0, 16)
 				for range 16 {
 					cands = append(cands, indexer.Candidate{Worker: core.Worker{ID: uint64(rng.IntN(tc.workers)), DPRank: uint32(rng.IntN(2))}})
 				}
-				seq := prompt()
+				seq := core.SequenceHashes(prompt())
 				slots := lt.slotsFor(cache, cands)
-				depth, alive = lt.depths(seq, depth, alive)
+				depth, alive, _ = lt.depths(seq, depth, alive)
 				for i, c := range cands {
 					s, ok := lt.slotOf[c.Worker]
 					if !ok {
@@ -90,11 +132,11 @@ func TestLoadTableDepthsMatchBlockMaps(t *testing.T) {
 					if s >= 0 {
 						d = depth[s]
 					}
-					require.Equal(t, naiveDepth(&lt, c.Worker, seq), d, "depth of %v", c.Worker)
+					held := naiveActive(&lt, c.Worker)
+					require.Equal(t, naiveDepth(held, seq), d, "depth of %v", c.Worker)
 					want := Load{DecodeBlocks: uint64(len(seq))}
 					if s >= 0 {
-						rl := lt.ranks[s]
-						want = Load{PrefillTokens: rl.prefillTokens, DecodeBlocks: uint64(len(rl.blocks)+len(seq)) - uint64(d)}
+						want = Load{PrefillTokens: lt.ranks[s].prefillTokens, DecodeBlocks: uint64(len(held)+len(seq)) - uint64(d)}
 					}
 					require.Equal(t, want, lt.projected(slots[i], d, len(seq)))
 				}
@@ -104,7 +146,10 @@ func TestLoadTableDepthsMatchBlockMaps(t *testing.T) {
 				active := lt.has(id)
 				require.Equal(t, active, lt.free(id))
 			}
+			require.Positive(t, promotions, "routes continued into a request's tail")
+			require.Positive(t, tails, "requests kept tails")
 			require.Empty(t, lt.holders.rows)
+			require.Empty(t, lt.tails)
 			require.Empty(t, lt.workers())
 			if tc.workers > 64 {
 				require.Greater(t, lt.holders.stride, 1, "rows widened past 64 slots")

@@ -253,7 +253,8 @@ func (r *Router) RouteAppend(dst []Candidate, req Request) (Decision, error) {
 			r.slotCaches[key] = cache
 		}
 		slots := r.load.slotsFor(cache, cands)
-		r.depth, r.alive = r.load.depths(seq, r.depth, r.alive)
+		var tail tailMatch
+		r.depth, r.alive, tail = r.load.depths(seq, r.depth, r.alive)
 		ttft := p.Cost == CostTTFT
 		var now time.Time
 		if ttft {
@@ -295,7 +296,7 @@ func (r *Router) RouteAppend(dst []Candidate, req Request) (Decision, error) {
 		if ttft {
 			newTokens = max(0, len(req.TokenIDs)-chosen.TTFT.CachedTokens)
 		}
-		r.load.addInto(rq, id, core.Worker{ID: chosen.WorkerID, DPRank: chosen.DPRank}, uint64(newTokens), seq, r.now(), req.Held)
+		r.load.addInto(rq, id, core.Worker{ID: chosen.WorkerID, DPRank: chosen.DPRank}, uint64(newTokens), seq, r.now(), req.Held, tail)
 		rq.lent = r.remote.observer.Load() != nil
 		r.notifyLocked(LoadEvent{Op: LoadRouted, RequestID: id, Worker: core.Worker{ID: chosen.WorkerID, DPRank: chosen.DPRank},
 			PrefillTokens: uint64(newTokens), Blocks: seq})
