@@ -25,7 +25,8 @@ type queryJob struct {
 }
 
 // queryClientReady is the line the query process writes once it holds
-// its job and is about to send the first query.
+// its job, has warmed its connection up (WarmUp) and is about to send the
+// first query.
 const queryClientReady = "ready"
 
 // ServeQueryClient is the query process's side: it reads a job from in,
@@ -45,6 +46,9 @@ func ServeQueryClient(in io.Reader, out io.Writer) error {
 		_, _ = io.Copy(io.Discard, io.MultiReader(dec.Buffered(), in))
 		stop()
 	}()
+	if err := WarmUp(ctx, job.URL, job.Queries[0]); err != nil {
+		return err
+	}
 	if _, err := fmt.Fprintln(out, queryClientReady); err != nil {
 		return err
 	}

@@ -72,6 +72,10 @@ func Run(ctx context.Context, t *Target, pubs *Publishers, st *Stream, cfg RunCo
 			return res, err
 		}
 	} else {
+		if err := WarmUp(runCtx, t.URL, cfg.Queries[0]); err != nil {
+			stopQueries()
+			return res, fmt.Errorf("%s: %w", t.Name, err)
+		}
 		go func() { queried <- DriveQueries(queryCtx, t.URL, cfg.Queries, cfg.QueryRate) }()
 	}
 	start := time.Now()
