@@ -30,15 +30,17 @@ const (
 // short of upstream's by less than a block. The deepest matched block's
 // most recent worker is the match's worker. Upstream evicts past 2^26
 // tokens, far beyond a simulated run; entries here are not evicted.
+//
+// Upstream keeps, per tree node, each worker's last access time, and a
+// match goes to the most recent of the deepest node's workers. Every
+// insert stamps all its blocks with one new time, so that worker is
+// always the last one whose prompt held the block: the tree keeps just
+// that, one map entry a block, and an insert allocates nothing (a list
+// per block made the emulation's route of a 191k-token prompt cost
+// several ms in the demo, not a cost upstream's tree pays).
 type sglang struct {
 	blockSize int
-	tree      map[uint64][]tenantAccess
-	tick      uint64
-}
-
-type tenantAccess struct {
-	worker core.Worker
-	at     uint64
+	tree      map[uint64]core.Worker // block -> the last worker it was sent to
 }
 
 func newSGLang(env Env) *sglang {
@@ -46,7 +48,7 @@ func newSGLang(env Env) *sglang {
 	if env.Indexer != nil {
 		bs = env.Indexer.BlockSize()
 	}
-	return &sglang{blockSize: bs, tree: map[uint64][]tenantAccess{}}
+	return &sglang{blockSize: bs, tree: map[uint64]core.Worker{}}
 }
 
 func (*sglang) Name() string { return SGLang }
@@ -76,38 +78,19 @@ func (p *sglang) Pick(q *Query, rows []Row) (int, error) {
 // longestMatch returns how many leading blocks some worker was sent, and
 // the most recent such worker of the deepest one.
 func (p *sglang) longestMatch(blocks []uint64) (int, core.Worker) {
-	n := 0
-	var last []tenantAccess
-	for _, h := range blocks {
-		t := p.tree[h]
-		if len(t) == 0 {
-			break
-		}
-		n, last = n+1, t
-	}
 	var w core.Worker
-	var at uint64
-	for _, t := range last {
-		if t.at >= at {
-			w, at = t.worker, t.at
+	for n, h := range blocks {
+		last, ok := p.tree[h]
+		if !ok {
+			return n, w
 		}
+		w = last
 	}
-	return n, w
+	return len(blocks), w
 }
 
 func (p *sglang) insert(blocks []uint64, w core.Worker) {
-	p.tick++
 	for _, h := range blocks {
-		t := p.tree[h]
-		found := false
-		for i := range t {
-			if t[i].worker == w {
-				t[i].at, found = p.tick, true
-				break
-			}
-		}
-		if !found {
-			p.tree[h] = append(t, tenantAccess{worker: w, at: p.tick})
-		}
+		p.tree[h] = w
 	}
 }
