@@ -158,3 +158,91 @@ func TestLoadTableDepthsMatchBlockMaps(t *testing.T) {
 		})
 	}
 }
+
+// FuzzLoadTable runs the load table through the adds (a route's and a
+// replica's), frees and expiries the input spells, of prompts that share
+// prefixes, continue each other and end in tails of their own, and
+// checks after each step that every rank's depth and projected load for
+// a probe prompt agree with its active requests' own blocks.
+func FuzzLoadTable(f *testing.F) {
+	f.Add([]byte{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15})
+	f.Add([]byte{3, 0, 3, 0, 3, 0, 7, 1, 200, 5, 5, 5, 9, 9})
+	f.Fuzz(func(t *testing.T, data []byte) {
+		lt := newLoadTable()
+		var locals [][]uint64
+		var ids []string
+		var depth []uint32
+		var alive []uint64
+		now := time.Unix(0, 0)
+		next := func() byte {
+			if len(data) == 0 {
+				return 0
+			}
+			b := data[0]
+			data = data[1:]
+			return b
+		}
+		// A prompt: part of an earlier one (a continuation) or a few
+		// blocks over a small alphabet, then blocks of its own.
+		prompt := func() []uint64 {
+			b := next()
+			var local []uint64
+			if len(locals) > 0 && b&1 == 1 {
+				prev := locals[int(b>>1)%len(locals)]
+				local = append(local, prev[:int(next())%(len(prev)+1)]...)
+			} else {
+				for i := range int(b>>1) % 6 {
+					local = append(local, uint64((int(b)+i)%3))
+				}
+			}
+			for i := range int(next()) % 8 {
+				local = append(local, 3+uint64(len(locals))<<8+uint64(i))
+			}
+			if len(local) == 0 {
+				local = append(local, 0)
+			}
+			return local
+		}
+		for step := 0; len(data) > 0 && step < 200; step++ {
+			now = now.Add(time.Millisecond)
+			op := next()
+			switch {
+			case op < 160:
+				id := strconv.Itoa(step)
+				w := core.Worker{ID: uint64(op % 5)}
+				local := prompt()
+				seq := core.SequenceHashes(local)
+				if op%2 == 0 {
+					lt.add(id, w, 1, seq, now, false)
+				} else {
+					var m tailMatch
+					depth, alive, m = lt.depths(seq, depth, alive)
+					lt.addInto(new(request), id, w, 1, seq, now, false, m)
+				}
+				locals = append(locals, local)
+				ids = append(ids, id)
+			case op < 240 && len(ids) > 0:
+				lt.free(ids[int(next())%len(ids)])
+			default:
+				lt.expire(now.Add(-time.Duration(next()) * time.Millisecond))
+			}
+			seq := core.SequenceHashes(prompt())
+			depth, alive, _ = lt.depths(seq, depth, alive)
+			for id := range uint64(5) {
+				w := core.Worker{ID: id}
+				s, ok := lt.slotOf[w]
+				if !ok {
+					continue
+				}
+				held := naiveActive(&lt, w)
+				require.Equal(t, naiveDepth(held, seq), depth[s], "depth of worker %d", id)
+				require.Equal(t, uint64(len(held)+len(seq))-uint64(depth[s]), lt.projected(s, depth[s], len(seq)).DecodeBlocks)
+			}
+		}
+		for _, id := range ids {
+			lt.free(id)
+		}
+		require.Empty(t, lt.holders.rows)
+		require.Empty(t, lt.tails)
+	})
+}
