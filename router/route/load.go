@@ -44,7 +44,8 @@ type loadTable struct {
 	holders   holders
 	// tails: each request's tail (blocks[excl:], see above) by its first
 	// hash. A tail's hashes are in no map and held by no other request.
-	tails map[uint64]*request
+	tails     map[uint64]*request
+	tailsPeak peak // see shrink.go
 	// noTails maps every block, as the table did before tails: the
 	// baseline of BenchmarkRouteLongPrompt.
 	noTails bool
@@ -303,6 +304,7 @@ func (t *loadTable) addInto(rq *request, id string, w core.Worker, prefillTokens
 			mapped = len(seq) // only a list that is not a chain gets here: map it all
 		} else {
 			t.tails[seq[mapped]] = rq
+			t.tailsPeak.grew(len(t.tails))
 			rl.tailBlocks += len(seq) - mapped
 		}
 	}
@@ -443,6 +445,9 @@ func (t *loadTable) release(id string) bool {
 	if rq.excl < len(rq.blocks) {
 		if t.tails[rq.blocks[rq.excl]] == rq {
 			delete(t.tails, rq.blocks[rq.excl])
+			if t.tailsPeak.shrunk(len(t.tails)) {
+				t.tails = rebuilt(t.tails)
+			}
 		}
 		rl.tailBlocks -= len(rq.blocks) - rq.excl
 	}
