@@ -50,6 +50,7 @@ fuzz-router:
 	$(GO) test -run '^$$' -fuzz '^FuzzCost$$' -fuzztime 10s ./router/route
 	$(GO) test -run '^$$' -fuzz '^FuzzRoute$$' -fuzztime 10s ./router/route
 	$(GO) test -run '^$$' -fuzz '^FuzzLoadTable$$' -fuzztime 10s ./router/route
+	$(GO) test -run '^$$' -fuzz '^FuzzLoadTableAnyLists$$' -fuzztime 10s ./router/route
 	$(GO) test -run '^$$' -fuzz '^FuzzParseBaseURL$$' -fuzztime 10s ./router/internal/netguard
 
 # The overload test once more without -race: go-test's run checks that

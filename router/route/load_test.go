@@ -246,3 +246,57 @@ func FuzzLoadTable(f *testing.F) {
 		require.Empty(t, lt.tails)
 	})
 }
+
+// FuzzLoadTableAnyLists adds lists that are not chains (repeats, any
+// order), as only a replica's bad message could: the table may then
+// count a block twice, but it never panics, never counts below zero, and
+// is empty again once every request has ended.
+func FuzzLoadTableAnyLists(f *testing.F) {
+	f.Add([]byte{5, 5, 1, 2, 0, 3, 3, 200, 7, 7, 250, 1})
+	f.Add([]byte{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17})
+	f.Fuzz(func(t *testing.T, data []byte) {
+		lt := newLoadTable()
+		var ids []string
+		var depth []uint32
+		var alive []uint64
+		now := time.Unix(0, 0)
+		for step := 0; len(data) > 1 && step < 200; step++ {
+			now = now.Add(time.Millisecond)
+			op, n := data[0], int(data[1])%8
+			data = data[2:]
+			switch {
+			case op < 180:
+				list := make([]uint64, 0, n)
+				for i := 0; i < n && i < len(data); i++ {
+					list = append(list, uint64(data[i]%6)) // few values: repeats
+				}
+				data = data[min(n, len(data)):]
+				id := strconv.Itoa(step)
+				w := core.Worker{ID: uint64(op % 3)}
+				if op%2 == 0 {
+					lt.add(id, w, 1, list, now, false)
+				} else {
+					var m tailMatch
+					depth, alive, m = lt.depths(list, depth, alive)
+					lt.addInto(new(request), id, w, 1, list, now, false, m)
+				}
+				ids = append(ids, id)
+			case op < 240 && len(ids) > 0:
+				lt.free(ids[n%len(ids)])
+			default:
+				lt.expire(now.Add(-time.Duration(n) * time.Millisecond))
+			}
+			for _, rl := range lt.ranks {
+				if rl != nil {
+					require.GreaterOrEqual(t, rl.tailBlocks, 0)
+				}
+			}
+		}
+		for _, id := range ids {
+			lt.free(id)
+		}
+		require.Empty(t, lt.holders.rows)
+		require.Empty(t, lt.tails)
+		require.Empty(t, lt.workers())
+	})
+}
