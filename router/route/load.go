@@ -15,19 +15,10 @@ import (
 // their blocks (sequence hashes, counted once per rank however many
 // requests share them, as Dynamo's active sequences do).
 //
-// A request's blocks go into its rank's block map and the holders rows
-// (one map operation or more a block) only as far as another request
-// holds them too: the rest of its chain, its tail, is kept as its own
-// list, known by its first hash (tails). A prompt of a conversation's
-// next turn shares its prefix with a running request, but its own long
-// end, and most of the blocks of a trace of long prompts, are nobody
-// else's: they cost a route and its end nothing a block (the slowest
-// routes of the Mooncake trace were this bookkeeping, a few thousand map
-// operations of 100-400 ns each). A tail stays exact: a prompt that
-// continues into one leaves every rank's maps where the tail starts
-// (sequence hashes name their whole prefix), so depths looks its hash up
-// there, and the shared part moves into the maps when the prompt is
-// routed (promote).
+// The requests' blocks are in one radix tree for all ranks (active.go):
+// a route asks it how much of its prompt each rank has active, and
+// records its request along it, at the cost of comparing the prompt's
+// hashes with a few runs, not a map operation a block.
 //
 // Ranks live in slots (dense, so a route's cost loop indexes arrays, not
 // maps). A rank whose requests all ended keeps its slot, idle, so a busy
@@ -39,16 +30,9 @@ type loadTable struct {
 	slotOf    map[core.Worker]int32
 	ranks     []*rankLoad // by slot; nil: free
 	freeSlots []int32
-	idle      int    // slots whose rank has no request
-	gen       uint64 // bumped whenever a worker's slot changes
-	holders   holders
-	// tails: each request's tail (blocks[excl:], see above) by its first
-	// hash. A tail's hashes are in no map and held by no other request.
-	tails     map[uint64]*request
-	tailsPeak peak // see shrink.go
-	// noTails maps every block, as the table did before tails: the
-	// baseline of BenchmarkRouteLongPrompt.
-	noTails bool
+	idle      int        // slots whose rank has no request
+	gen       uint64     // bumped whenever a worker's slot changes
+	chains    activeTree // the active requests' blocks (active.go)
 	// order: requests in routing order, for expiry. Entries of freed
 	// requests (dead) are skipped when reached, and dropped in one pass
 	// once they outnumber the live ones, so the queue stays O(active)
@@ -81,15 +65,17 @@ type request struct {
 	slot          int32
 	prefillTokens uint64 // 0 once prefill is done
 	blocks        []uint64
-	// excl: blocks[:excl] are in the rank's block map (and the holders
-	// rows); blocks[excl:] is the request's tail, in tails when not empty.
-	excl int
-	at   time.Time
+	// made is the active tree's node of blocks' end, made by this
+	// request (nil: none), and its gen then: blocks is part of the tree
+	// while made.gen is madeGen.
+	made    *node
+	madeGen uint32
+	at      time.Time
 	// held: the request never expires (its caller frees it); it has no
 	// order entry.
 	held bool
-	// lent: blocks went to the load observer, which may keep them (the
-	// record is not reused).
+	// lent: blocks went to the load observer, which may keep them (they
+	// are not reused).
 	lent bool
 	// The predicted-TTFT observation: the work ahead of the request plus
 	// its own (uncached tokens) and the rank's decode state when it was
@@ -109,9 +95,6 @@ type rankLoad struct {
 	worker        core.Worker
 	requests      int
 	prefillTokens uint64
-	blocks        map[uint64]uint32 // sequence hash -> active requests holding it
-	blocksPeak    peak
-	tailBlocks    int // the blocks of its requests' tails (in no map)
 	prefilling    int // requests before their first token
 	model         *rankModel
 	// rate: requests routed here, decayed with a 1 s time constant: the
@@ -126,7 +109,7 @@ type rankLoad struct {
 const idleSweepMin = 256
 
 func newLoadTable() loadTable {
-	return loadTable{requests: map[string]*request{}, slotOf: map[core.Worker]int32{}, gen: 1, holders: newHolders(), tails: map[uint64]*request{},
+	return loadTable{requests: map[string]*request{}, slotOf: map[core.Worker]int32{}, gen: 1,
 		models: map[core.Worker]*rankModel{}, prior: DefaultTTFTPrior(), fleet: newTTFTModel(DefaultTTFTPrior())}
 }
 
@@ -175,7 +158,7 @@ func (t *loadTable) slotsFor(c *slotCache, cands []indexer.Candidate) []int32 {
 
 // projected is the load of the rank in slot (-1: none) as the cost sees
 // it for a request of seqLen sequence hashes, of which the rank has the
-// first depth active (holders.depths): decode blocks are its active
+// first depth active (depths): decode blocks are its active
 // blocks plus the request's blocks not among them.
 //
 // A rank's active blocks are prefix-closed: each request adds its whole
@@ -187,53 +170,15 @@ func (t *loadTable) projected(slot int32, depth uint32, seqLen int) Load {
 		return Load{DecodeBlocks: uint64(seqLen)}
 	}
 	rl := t.ranks[slot]
-	return Load{PrefillTokens: rl.prefillTokens, DecodeBlocks: uint64(rl.activeBlocks() + seqLen - int(depth))}
+	return Load{PrefillTokens: rl.prefillTokens, DecodeBlocks: uint64(t.chains.heldBlocks(slot) + seqLen - int(depth))}
 }
-
-// activeBlocks is how many distinct blocks the rank's requests hold.
-func (rl *rankLoad) activeBlocks() int { return len(rl.blocks) + rl.tailBlocks }
 
 // depths fills depth (by slot, grown as needed) with how many leading
-// hashes of seq each slot's rank has active, and returns where seq leaves
-// the maps and the tail it continues into there, for addInto.
-func (t *loadTable) depths(seq []uint64, depth []uint32, alive []uint64) ([]uint32, []uint64, tailMatch) {
+// hashes of seq each slot's rank has active.
+func (t *loadTable) depths(seq []uint64, depth []uint32) []uint32 {
 	depth = slices.Grow(depth[:0], len(t.ranks))[:len(t.ranks)]
-	alive = slices.Grow(alive[:0], t.holders.stride)[:t.holders.stride]
-	m := t.tailAt(seq, t.holders.depths(seq, depth, alive))
-	if m.req != nil {
-		// The tail's request holds seq up to where its tail starts (its
-		// mapped blocks), then as far as the tail goes on alike.
-		depth[m.req.slot] = max(depth[m.req.slot], uint32(m.at+m.n))
-	}
-	return depth, alive, m
-}
-
-// tailMatch says where a chain of sequence hashes leaves the maps (at:
-// its first hash no rank holds there; -1: not known, the chain is mapped
-// block by block) and, when it goes on into a request's tail there, whose
-// (req) and for how many hashes (n).
-type tailMatch struct {
-	at  int
-	req *request
-	n   int
-}
-
-// tailAt is the tailMatch of seq leaving the maps at at.
-func (t *loadTable) tailAt(seq []uint64, at int) tailMatch {
-	m := tailMatch{at: at}
-	if at < 0 || at >= len(seq) {
-		return m
-	}
-	rq := t.tails[seq[at]]
-	if rq == nil || rq.excl != at {
-		return m
-	}
-	n := 0
-	for n < len(seq)-at && at+n < len(rq.blocks) && seq[at+n] == rq.blocks[at+n] {
-		n++
-	}
-	m.req, m.n = rq, n
-	return m
+	t.chains.depths(seq, depth)
+	return depth
 }
 
 // slot returns w's slot, giving it one if it has none.
@@ -247,14 +192,13 @@ func (t *loadTable) slot(w core.Worker) int32 {
 	} else {
 		s = int32(len(t.ranks))
 		t.ranks = append(t.ranks, nil)
-		t.holders.fit(len(t.ranks))
 	}
 	m := t.models[w]
 	if m == nil {
 		m = &rankModel{} // a new rank starts as the fleet is
 		t.models[w] = m
 	}
-	t.ranks[s] = &rankLoad{worker: w, blocks: map[uint64]uint32{}, model: m}
+	t.ranks[s] = &rankLoad{worker: w, model: m}
 	t.slotOf[w] = s
 	t.idle++ // no request yet: add takes it out
 	t.gen++
@@ -263,15 +207,14 @@ func (t *loadTable) slot(w core.Worker) int32 {
 
 // add records a request's load; held requests never expire.
 func (t *loadTable) add(id string, w core.Worker, prefillTokens uint64, seq []uint64, now time.Time, held bool) {
-	t.addInto(new(request), id, w, prefillTokens, seq, now, held, t.tailAt(seq, t.holders.firstUnheld(seq)))
+	t.addInto(new(request), id, w, prefillTokens, seq, now, held)
 }
 
 // addInto is add with the request's record allocated by the caller (a
 // decision allocates it before it takes the router's lock: an allocation
 // may make its goroutine assist the garbage collector, and wait, and
-// every other decision would wait with it). m is seq's tailMatch in the
-// table as it is (depths, in the same hold of the lock).
-func (t *loadTable) addInto(rq *request, id string, w core.Worker, prefillTokens uint64, seq []uint64, now time.Time, held bool, m tailMatch) {
+// every other decision would wait with it).
+func (t *loadTable) addInto(rq *request, id string, w core.Worker, prefillTokens uint64, seq []uint64, now time.Time, held bool) {
 	s := t.slot(w)
 	rl0 := t.ranks[s]
 	*rq = request{slot: s, prefillTokens: prefillTokens, blocks: seq, at: now, held: held,
@@ -290,58 +233,7 @@ func (t *loadTable) addInto(rq *request, id string, w core.Worker, prefillTokens
 	}
 	rl.requests++
 	rl.prefillTokens += prefillTokens
-	// seq[:mapped] goes into the maps; the rest is the request's tail.
-	mapped := len(seq)
-	if m.at >= 0 && m.at < len(seq) && !t.noTails {
-		mapped = m.at
-		if m.req != nil {
-			mapped += m.n
-			t.promote(m.req, mapped) // now shared: into the maps
-		}
-	}
-	if mapped < len(seq) {
-		if _, taken := t.tails[seq[mapped]]; taken {
-			mapped = len(seq) // only a list that is not a chain gets here: map it all
-		} else {
-			t.tails[seq[mapped]] = rq
-			t.tailsPeak.grew(len(t.tails))
-			rl.tailBlocks += len(seq) - mapped
-		}
-	}
-	rq.excl = mapped
-	t.mapBlocks(rl, s, seq[:mapped])
-}
-
-// mapBlocks counts one more holder on rank rl (slot s) of each hash.
-func (t *loadTable) mapBlocks(rl *rankLoad, s int32, hashes []uint64) {
-	for _, h := range hashes {
-		// One map operation a hash: the increment makes the entry when
-		// there was none, which the length shows.
-		n := len(rl.blocks)
-		rl.blocks[h]++
-		if len(rl.blocks) != n {
-			t.holders.set(h, s)
-		}
-	}
-	rl.blocksPeak.grew(len(rl.blocks))
-}
-
-// promote moves rq's tail up to blocks[to] into its rank's maps, another
-// request having routed a prompt that shares it.
-func (t *loadTable) promote(rq *request, to int) {
-	if to <= rq.excl {
-		return
-	}
-	rl := t.ranks[rq.slot]
-	if t.tails[rq.blocks[rq.excl]] == rq {
-		delete(t.tails, rq.blocks[rq.excl])
-	}
-	t.mapBlocks(rl, rq.slot, rq.blocks[rq.excl:to])
-	rl.tailBlocks -= to - rq.excl
-	rq.excl = to
-	if to < len(rq.blocks) {
-		t.tails[rq.blocks[to]] = rq
-	}
+	rq.made, rq.madeGen = t.chains.insert(seq, s)
 }
 
 func (t *loadTable) prefillDone(id string) bool {
@@ -434,36 +326,22 @@ func (t *loadTable) release(id string) bool {
 	if rq.prefilling {
 		rl.prefilling--
 	}
-	for _, h := range rq.blocks[:rq.excl] {
-		if n := rl.blocks[h] - 1; n == 0 {
-			delete(rl.blocks, h)
-			t.holders.unset(h, rq.slot)
-		} else {
-			rl.blocks[h] = n
-		}
-	}
-	if rq.excl < len(rq.blocks) {
-		if t.tails[rq.blocks[rq.excl]] == rq {
-			delete(t.tails, rq.blocks[rq.excl])
-			if t.tailsPeak.shrunk(len(t.tails)) {
-				t.tails = rebuilt(t.tails)
-			}
-		}
-		rl.tailBlocks -= len(rq.blocks) - rq.excl
-	}
+	t.chains.remove(rq.blocks, rq.slot)
 	// Its order entry may outlive it (dead entries are dropped in bulk):
 	// the entry must not keep its blocks. A held request has no entry:
-	// its record and blocks can serve another decision.
-	if rq.held && !rq.lent && t.spare != nil && cap(rq.blocks) <= spareBlocksMax {
-		*rq = request{blocks: rq.blocks[:0]}
+	// its record and blocks can serve another decision, the blocks once
+	// no run of the active tree is a part of them (other requests may
+	// still pass through the node it made).
+	if rq.held && t.spare != nil {
+		if !rq.lent && (rq.made == nil || rq.made.gen != rq.madeGen) && cap(rq.blocks) <= spareBlocksMax {
+			*rq = request{blocks: rq.blocks[:0]}
+		} else {
+			*rq = request{}
+		}
 		t.spare.Put(rq)
 	} else {
-		rq.blocks = nil
+		rq.blocks, rq.made = nil, nil
 	}
-	if rl.blocksPeak.shrunk(len(rl.blocks)) {
-		rl.blocks = rebuilt(rl.blocks)
-	}
-	t.holders.compact()
 	if rl.requests == 0 {
 		t.idle++
 		if t.idle > idleSweepMin && t.idle > len(t.slotOf)-t.idle {
@@ -473,8 +351,8 @@ func (t *loadTable) release(id string) bool {
 	return true
 }
 
-// sweep frees the idle slots (their ranks have no load, so no holders
-// bit names them).
+// sweep frees the idle slots (their ranks have no load, so no node of
+// the active tree names them).
 func (t *loadTable) sweep() {
 	for s, rl := range t.ranks {
 		if rl != nil && rl.requests == 0 {
@@ -511,11 +389,11 @@ func (t *loadTable) expire(cutoff time.Time) int {
 
 func (t *loadTable) workers() []WorkerLoad {
 	out := make([]WorkerLoad, 0, len(t.slotOf)-t.idle)
-	for _, rl := range t.ranks {
+	for s, rl := range t.ranks {
 		if rl == nil || rl.requests == 0 {
 			continue
 		}
-		out = append(out, WorkerLoad{Worker: rl.worker, Requests: rl.requests, PrefillTokens: rl.prefillTokens, ActiveBlocks: uint64(rl.activeBlocks())})
+		out = append(out, WorkerLoad{Worker: rl.worker, Requests: rl.requests, PrefillTokens: rl.prefillTokens, ActiveBlocks: uint64(t.chains.heldBlocks(int32(s)))})
 	}
 	slices.SortFunc(out, func(a, b WorkerLoad) int { return a.Worker.Compare(b.Worker) })
 	return out

@@ -80,10 +80,8 @@ func TestLoadTableDepthsMatchBlockMaps(t *testing.T) {
 			}
 			cache := &slotCache{}
 			var depth []uint32
-			var alive []uint64
 			now := time.Unix(0, 0)
 			swept := false
-			promotions, tails := 0, 0
 			for step := range tc.steps {
 				now = now.Add(time.Millisecond)
 				switch op := rng.IntN(10); {
@@ -95,12 +93,8 @@ func TestLoadTableDepthsMatchBlockMaps(t *testing.T) {
 					if op < 3 {
 						lt.add(id, w, uint64(rng.IntN(100)), seq, now, false) // a replica's
 					} else { // a route's: depths, then the add in the same hold of the lock
-						var m tailMatch
-						depth, alive, m = lt.depths(seq, depth, alive)
-						if m.req != nil {
-							promotions++
-						}
-						lt.addInto(new(request), id, w, uint64(rng.IntN(100)), seq, now, false, m)
+						depth = lt.depths(seq, depth)
+						lt.addInto(new(request), id, w, uint64(rng.IntN(100)), seq, now, false)
 					}
 					locals[id] = local
 					ids = append(ids, id)
@@ -114,14 +108,13 @@ func TestLoadTableDepthsMatchBlockMaps(t *testing.T) {
 					lt.expire(now.Add(-200 * time.Millisecond))
 				}
 				swept = swept || len(lt.freeSlots) > 0
-				tails = max(tails, len(lt.tails))
 				cands := make([]indexer.Candidate, 0, 16)
 				for range 16 {
 					cands = append(cands, indexer.Candidate{Worker: core.Worker{ID: uint64(rng.IntN(tc.workers)), DPRank: uint32(rng.IntN(2))}})
 				}
 				seq := core.SequenceHashes(prompt())
 				slots := lt.slotsFor(cache, cands)
-				depth, alive, _ = lt.depths(seq, depth, alive)
+				depth = lt.depths(seq, depth)
 				for i, c := range cands {
 					s, ok := lt.slotOf[c.Worker]
 					if !ok {
@@ -146,13 +139,9 @@ func TestLoadTableDepthsMatchBlockMaps(t *testing.T) {
 				active := lt.has(id)
 				require.Equal(t, active, lt.free(id))
 			}
-			require.Positive(t, promotions, "routes continued into a request's tail")
-			require.Positive(t, tails, "requests kept tails")
-			require.Empty(t, lt.holders.rows)
-			require.Empty(t, lt.tails)
+			require.Empty(t, lt.chains.root.kids, "no node is left")
 			require.Empty(t, lt.workers())
 			if tc.workers > 64 {
-				require.Greater(t, lt.holders.stride, 1, "rows widened past 64 slots")
 				require.True(t, swept, "idle slots were swept")
 			}
 		})
@@ -172,7 +161,6 @@ func FuzzLoadTable(f *testing.F) {
 		var locals [][]uint64
 		var ids []string
 		var depth []uint32
-		var alive []uint64
 		now := time.Unix(0, 0)
 		next := func() byte {
 			if len(data) == 0 {
@@ -215,9 +203,8 @@ func FuzzLoadTable(f *testing.F) {
 				if op%2 == 0 {
 					lt.add(id, w, 1, seq, now, false)
 				} else {
-					var m tailMatch
-					depth, alive, m = lt.depths(seq, depth, alive)
-					lt.addInto(new(request), id, w, 1, seq, now, false, m)
+					depth = lt.depths(seq, depth)
+					lt.addInto(new(request), id, w, 1, seq, now, false)
 				}
 				locals = append(locals, local)
 				ids = append(ids, id)
@@ -227,7 +214,7 @@ func FuzzLoadTable(f *testing.F) {
 				lt.expire(now.Add(-time.Duration(next()) * time.Millisecond))
 			}
 			seq := core.SequenceHashes(prompt())
-			depth, alive, _ = lt.depths(seq, depth, alive)
+			depth = lt.depths(seq, depth)
 			for id := range uint64(5) {
 				w := core.Worker{ID: id}
 				s, ok := lt.slotOf[w]
@@ -242,8 +229,7 @@ func FuzzLoadTable(f *testing.F) {
 		for _, id := range ids {
 			lt.free(id)
 		}
-		require.Empty(t, lt.holders.rows)
-		require.Empty(t, lt.tails)
+		require.Empty(t, lt.chains.root.kids)
 	})
 }
 
@@ -258,7 +244,6 @@ func FuzzLoadTableAnyLists(f *testing.F) {
 		lt := newLoadTable()
 		var ids []string
 		var depth []uint32
-		var alive []uint64
 		now := time.Unix(0, 0)
 		for step := 0; len(data) > 1 && step < 200; step++ {
 			now = now.Add(time.Millisecond)
@@ -276,9 +261,8 @@ func FuzzLoadTableAnyLists(f *testing.F) {
 				if op%2 == 0 {
 					lt.add(id, w, 1, list, now, false)
 				} else {
-					var m tailMatch
-					depth, alive, m = lt.depths(list, depth, alive)
-					lt.addInto(new(request), id, w, 1, list, now, false, m)
+					depth = lt.depths(list, depth)
+					lt.addInto(new(request), id, w, 1, list, now, false)
 				}
 				ids = append(ids, id)
 			case op < 240 && len(ids) > 0:
@@ -286,17 +270,14 @@ func FuzzLoadTableAnyLists(f *testing.F) {
 			default:
 				lt.expire(now.Add(-time.Duration(n) * time.Millisecond))
 			}
-			for _, rl := range lt.ranks {
-				if rl != nil {
-					require.GreaterOrEqual(t, rl.tailBlocks, 0)
-				}
+			for s := range lt.ranks {
+				require.GreaterOrEqual(t, lt.chains.heldBlocks(int32(s)), 0)
 			}
 		}
 		for _, id := range ids {
 			lt.free(id)
 		}
-		require.Empty(t, lt.holders.rows)
-		require.Empty(t, lt.tails)
+		require.Empty(t, lt.chains.root.kids)
 		require.Empty(t, lt.workers())
 	})
 }

@@ -7,6 +7,9 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/kvhash/kvhash/core"
+	"github.com/kvhash/kvhash/router/indexer"
 )
 
 // A report that finds the router's lock taken does not wait for it; the
@@ -90,4 +93,35 @@ func TestReusedRequestRecordsKeepEachRequestsBlocks(t *testing.T) {
 		require.True(t, f.r.Free(id))
 	}
 	assert.Zero(t, f.r.Stats().ActiveRequests)
+}
+
+// A held request's block list is reused only once no run of the active
+// tree is a part of it: a request that passes through the node another
+// made keeps that node's hashes after the maker ends and its record
+// serves other decisions.
+func TestReusedBlockListsLeaveTheActiveTreeWhole(t *testing.T) {
+	f := newFixture(t, 1, Options{})
+	base := tokens(1, 8*bs)
+	longer := append(slices.Clone(base), tokens(5000, 4*bs)...)
+	maker, err := f.r.Route(Request{Model: "m", TokenIDs: base, Held: true})
+	require.NoError(t, err)
+	through, err := f.r.Route(Request{Model: "m", TokenIDs: longer, Held: true})
+	require.NoError(t, err)
+	require.True(t, f.r.Free(maker.RequestID))
+	// Other prompts over the maker's record, and maybe its blocks.
+	for i := range 20 {
+		d, err := f.r.Route(Request{Model: "m", TokenIDs: tokens(uint32(9000+100*i), 8*bs), Held: true})
+		require.NoError(t, err)
+		require.True(t, f.r.Free(d.RequestID))
+	}
+	local, err := f.ix.HashPrompt(longer, indexer.PromptOptions{})
+	require.NoError(t, err)
+	seq := core.SequenceHashes(local)
+	f.r.mu.Lock()
+	depth := f.r.load.depths(seq, nil)
+	f.r.mu.Unlock()
+	require.Len(t, depth, 1)
+	assert.Equal(t, uint32(len(seq)), depth[0], "the rank still has the whole longer prompt active")
+	require.True(t, f.r.Free(through.RequestID))
+	assert.Empty(t, f.r.load.chains.root.kids)
 }

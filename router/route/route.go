@@ -123,10 +123,9 @@ type Router struct {
 	expired  uint64
 	scratchW []float64
 	// Cost loop state, guarded by mu: each (model, tenant)'s candidate
-	// slots, and the depth (by slot) and word scratch of holders.depths.
+	// slots, and the depth (by slot) of the active tree's walk.
 	slotCaches map[indexer.ModelKey]*slotCache
 	depth      []uint32
-	alive      []uint64
 	remote     remoteState // replicas' load sync (remote.go)
 
 	// pending: reports queued while mu was taken (nowait.go);
@@ -253,8 +252,7 @@ func (r *Router) RouteAppend(dst []Candidate, req Request) (Decision, error) {
 			r.slotCaches[key] = cache
 		}
 		slots := r.load.slotsFor(cache, cands)
-		var tail tailMatch
-		r.depth, r.alive, tail = r.load.depths(seq, r.depth, r.alive)
+		r.depth = r.load.depths(seq, r.depth)
 		ttft := p.Cost == CostTTFT
 		var now time.Time
 		if ttft {
@@ -296,7 +294,7 @@ func (r *Router) RouteAppend(dst []Candidate, req Request) (Decision, error) {
 		if ttft {
 			newTokens = max(0, len(req.TokenIDs)-chosen.TTFT.CachedTokens)
 		}
-		r.load.addInto(rq, id, core.Worker{ID: chosen.WorkerID, DPRank: chosen.DPRank}, uint64(newTokens), seq, r.now(), req.Held, tail)
+		r.load.addInto(rq, id, core.Worker{ID: chosen.WorkerID, DPRank: chosen.DPRank}, uint64(newTokens), seq, r.now(), req.Held)
 		rq.lent = r.remote.observer.Load() != nil
 		r.notifyLocked(LoadEvent{Op: LoadRouted, RequestID: id, Worker: core.Worker{ID: chosen.WorkerID, DPRank: chosen.DPRank},
 			PrefillTokens: uint64(newTokens), Blocks: seq})
