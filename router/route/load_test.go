@@ -148,6 +148,19 @@ func TestLoadTableDepthsMatchBlockMaps(t *testing.T) {
 	}
 }
 
+// addAs adds a request of one prefill token to lt as a route does
+// (depths, then the add, in one hold of the lock) or as a replica's
+// message does (the add alone); it returns depth's buffer.
+func addAs(lt *loadTable, route bool, id string, w core.Worker, seq []uint64, now time.Time, depth []uint32) []uint32 {
+	if route {
+		depth = lt.depths(seq, depth)
+		lt.addInto(new(request), id, w, 1, seq, now, false)
+	} else {
+		lt.add(id, w, 1, seq, now, false)
+	}
+	return depth
+}
+
 // FuzzLoadTable runs the load table through the adds (a route's and a
 // replica's), frees and expiries the input spells, of prompts that share
 // prefixes, continue each other and end in tails of their own, and
@@ -200,12 +213,7 @@ func FuzzLoadTable(f *testing.F) {
 				w := core.Worker{ID: uint64(op % 5)}
 				local := prompt()
 				seq := core.SequenceHashes(local)
-				if op%2 == 0 {
-					lt.add(id, w, 1, seq, now, false)
-				} else {
-					depth = lt.depths(seq, depth)
-					lt.addInto(new(request), id, w, 1, seq, now, false)
-				}
+				depth = addAs(&lt, op%2 == 1, id, w, seq, now, depth)
 				locals = append(locals, local)
 				ids = append(ids, id)
 			case op < 240 && len(ids) > 0:
@@ -258,12 +266,7 @@ func FuzzLoadTableAnyLists(f *testing.F) {
 				data = data[min(n, len(data)):]
 				id := strconv.Itoa(step)
 				w := core.Worker{ID: uint64(op % 3)}
-				if op%2 == 0 {
-					lt.add(id, w, 1, list, now, false)
-				} else {
-					depth = lt.depths(list, depth)
-					lt.addInto(new(request), id, w, 1, list, now, false)
-				}
+				depth = addAs(&lt, op%2 == 1, id, w, list, now, depth)
 				ids = append(ids, id)
 			case op < 240 && len(ids) > 0:
 				lt.free(ids[n%len(ids)])
