@@ -1,6 +1,9 @@
 package route
 
-import "slices"
+import (
+	"iter"
+	"slices"
+)
 
 // activeTree holds the block chains (sequence hashes) of the active
 // requests of every rank, as a radix tree: a node is a run of hashes that
@@ -100,21 +103,37 @@ func (t *activeTree) newNode(run []uint64, parent *node) *node {
 	return &node{run: run, parent: parent}
 }
 
-// remove ends one request of slot's rank along seq (recorded by insert).
-func (t *activeTree) remove(seq []uint64, slot int32) {
-	n := &t.root
-	for i := 0; i < len(seq); {
-		c := n.kids[seq[i]]
-		if c == nil {
-			return // not recorded (not reached: insert made the path)
+// along yields the nodes seq goes through from the root, each with where
+// seq stands after it (its offset past the node's shared part); a node
+// whose run seq leaves or ends inside is the last one yielded.
+func (t *activeTree) along(seq []uint64) iter.Seq2[*node, int] {
+	return func(yield func(*node, int) bool) {
+		n := &t.root
+		for i := 0; i < len(seq); {
+			c := n.kids[seq[i]]
+			if c == nil {
+				return
+			}
+			k := commonPrefix(c.run, seq[i:])
+			if !yield(c, i+k) || k < len(c.run) {
+				return
+			}
+			i += k
+			n = c
 		}
-		k := commonPrefix(c.run, seq[i:])
-		if k < len(c.run) {
-			return // likewise: insert split the run where seq ends
+	}
+}
+
+// remove ends one request of slot's rank along seq (recorded by insert,
+// which split the runs where seq ends: its nodes are whole).
+func (t *activeTree) remove(seq []uint64, slot int32) {
+	n, at := &t.root, 0
+	for c, end := range t.along(seq) {
+		if end-at < len(c.run) {
+			return // seq ends inside a run: not recorded (not reached)
 		}
 		t.release(c, slot)
-		i += k
-		n = c
+		n, at = c, end
 	}
 	// Nodes no rank holds go, deepest first: a node's holders are its
 	// parent's or fewer, so an empty node's subtree is empty too.
@@ -134,28 +153,17 @@ func (t *activeTree) remove(seq []uint64, slot int32) {
 // of leading hashes of seq that slot s's rank holds.
 func (t *activeTree) depths(seq []uint64, depth []uint32) {
 	clear(depth)
-	n := &t.root
-	for i := 0; i < len(seq); {
-		c := n.kids[seq[i]]
-		if c == nil {
-			return
-		}
-		k := commonPrefix(c.run, seq[i:])
+	for c, end := range t.along(seq) {
 		// Going down, each holder's depth is the deepest it holds.
 		for _, h := range c.held {
 			if int(h.slot) < len(depth) {
-				depth[h.slot] = uint32(i + k)
+				depth[h.slot] = uint32(end)
 			}
 		}
-		if k < len(c.run) {
-			return
-		}
-		i += k
-		n = c
 	}
 }
 
-// held reports how many hashes slot's rank holds.
+// heldBlocks is how many hashes slot's rank holds.
 func (t *activeTree) heldBlocks(slot int32) int {
 	if int(slot) < len(t.blocks) {
 		return t.blocks[slot]
