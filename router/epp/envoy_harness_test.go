@@ -17,6 +17,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"text/template"
 	"time"
@@ -147,6 +148,10 @@ type gateway struct {
 	adminPort int
 	tlsPort   int
 	proxyURL  string // kvrouter's own HTTP API and proxy
+	// stranger is an HTTP server that is no engine, where a client's
+	// destination header points; it counts what reached it.
+	stranger     *httptest.Server
+	strangerHits atomic.Int64
 }
 
 // startGateway starts the deployment for the Envoy tests, stopped at the
@@ -184,6 +189,12 @@ func startGateway(t testing.TB) *gateway {
 	proxy := httptest.NewServer(srv.Handler())
 	t.Cleanup(proxy.Close)
 	g.proxyURL = proxy.URL
+	g.stranger = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		g.strangerHits.Add(1)
+		w.Header().Set("X-Test-Stranger", "1")
+		_, _ = io.Copy(io.Discard, r.Body)
+	}))
+	t.Cleanup(g.stranger.Close)
 	for _, e := range g.engines {
 		require.Eventually(t, e.srv.Publisher.Subscribed, 10*time.Second, 10*time.Millisecond, "kvrouter never subscribed to %s", e.addr)
 	}
