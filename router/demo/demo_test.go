@@ -43,8 +43,9 @@ func TestReplayKVRoutingBeatsBaselines(t *testing.T) {
 		assert.Positive(t, r.PromptTokens, r.Policy)
 		assert.Positive(t, r.TTFTMeanMs, r.Policy)
 		if r.Violations > 0 {
-			// A stable fleet should have none; see docs/guides/demo.md
-			// (known issues) for the ones seen under heavy load.
+			// A stable fleet should have none. Logged, not failed: seen
+			// once in a full make run under heavy load, not reproduced;
+			// the guardrails' own tests pin their behaviour.
 			t.Logf("%s: %d stability violations on a stable fleet: %+v", r.Policy, r.Violations, r.Workers)
 		}
 	}
