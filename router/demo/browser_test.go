@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -36,12 +37,17 @@ type pageState struct {
 	Workers [][]string `json:"workers"` // the worker table's cells
 	Lines   []string   `json:"lines"`   // the chart's lines (data-policy)
 	Points  []int      `json:"points"`  // each line's points
+	// The headline's route p99 card: its label and value.
+	P99Label string `json:"p99Label"`
+	P99      string `json:"p99"`
 }
 
 const readPage = `(() => ({
   workers: [...document.querySelectorAll("#workers tbody tr")].map(tr => [...tr.cells].map(td => td.textContent)),
   lines: [...document.querySelectorAll("#chart path.line")].map(p => p.dataset.policy),
   points: [...document.querySelectorAll("#chart path.line")].map(p => +p.dataset.points),
+  p99Label: document.querySelector("#p99-label").textContent,
+  p99: document.querySelector("#p99").textContent,
 }))()`
 
 // The dashboard, loaded in headless Chromium (quality 100: a PNG) against a running demo,
@@ -104,9 +110,32 @@ func TestDashboardInBrowser(t *testing.T) {
 		assert.Equal(t, w.EngineHash, row[8])
 		assert.Equal(t, `verified (vllm-sha256-cbor, seed vllm-none-hash)`, row[8])
 	}
+	// The headline: kvrouter's own route p99 (the round-robin baseline's
+	// routes are in the policy table), as the snapshot has it.
+	assert.Equal(t, "route p99 · kvrouter", page.P99Label)
+	assert.Equal(t, proxy.PolicyKV, dash.RoutePolicy)
+	assert.InDelta(t, dash.RouteP99Us, shownMicros(t, page.P99), 50, "the card shows %q", page.P99)
 	// The chart: one line per policy run, each with points.
 	assert.Equal(t, []string{"kvrouter", "round_robin"}, page.Lines)
 	for i, n := range page.Points {
 		assert.Greater(t, n, 1, page.Lines[i])
 	}
+}
+
+// shownMicros reads a latency as the dashboard writes it ("850 µs",
+// "1.2 ms") back in microseconds.
+func shownMicros(t *testing.T, s string) float64 {
+	t.Helper()
+	num, unit, ok := strings.Cut(s, " ")
+	require.True(t, ok, "a latency with its unit: %q", s)
+	v, err := strconv.ParseFloat(num, 64)
+	require.NoError(t, err, s)
+	switch unit {
+	case "µs":
+		return v
+	case "ms":
+		return v * 1000
+	}
+	t.Fatalf("unit of %q", s)
+	return 0
 }

@@ -205,7 +205,7 @@ func New(opts Options) (*Proxy, error) {
 	}
 	p := &Proxy{
 		opts: opts, ix: opts.Indexer, rt: opts.Router, log: opts.Logger, client: client, side: side,
-		stats:         newStats(time.Now),
+		stats:         newStats(time.Now, opts.DefaultPolicy),
 		adm:           admission{queues: map[string][]*waiter{}},
 		slots:         newEngineSlots(opts.EngineSlots),
 		candidateBufs: freelist.New[[]route.Candidate](candidateBufsKept),

@@ -103,6 +103,11 @@ async function poll() {
     const d = await r.json();
     $("note").textContent = d.note || "";
     $("rate").textContent = d.routes_per_sec.toFixed(1);
+    // The headline is the default policy's routing (a demo's baselines
+    // are in the policy table); every policy's when it has routed nothing.
+    const of = d.route_policy ? " · " + d.route_policy : "";
+    $("p50-label").textContent = "route p50" + of;
+    $("p99-label").textContent = "route p99" + of;
     $("p50").textContent = us(d.route_p50_us);
     $("p99").textContent = us(d.route_p99_us);
     $("routed").textContent = String(d.route_requests);
