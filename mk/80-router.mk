@@ -48,6 +48,7 @@ fuzz-router:
 	$(GO) test -run '^$$' -fuzz '^FuzzAppendCompact$$' -fuzztime 10s ./router/internal/jsonscan
 	$(GO) test -run '^$$' -fuzz '^FuzzDecode$$' -fuzztime 10s ./router/config
 	$(GO) test -run '^$$' -fuzz '^FuzzCost$$' -fuzztime 10s ./router/route
+	$(GO) test -run '^$$' -fuzz '^FuzzSGLangTree$$' -fuzztime 10s ./router/route/policy
 	$(GO) test -run '^$$' -fuzz '^FuzzRoute$$' -fuzztime 10s ./router/route
 	$(GO) test -run '^$$' -fuzz '^FuzzLoadTable$$' -fuzztime 10s ./router/route
 	$(GO) test -run '^$$' -fuzz '^FuzzLoadTableAnyLists$$' -fuzztime 10s ./router/route

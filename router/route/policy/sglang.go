@@ -1,7 +1,5 @@
 package policy
 
-import "github.com/kvhash/kvhash/core"
-
 // SGLang is SGLang model gateway's cache_aware policy.
 const SGLang = "sglang"
 
@@ -34,13 +32,11 @@ const (
 // Upstream keeps, per tree node, each worker's last access time, and a
 // match goes to the most recent of the deepest node's workers. Every
 // insert stamps all its blocks with one new time, so that worker is
-// always the last one whose prompt held the block: the tree keeps just
-// that, one map entry a block, and an insert allocates nothing (a list
-// per block made the emulation's route of a 191k-token prompt cost
-// several ms in the demo, not a cost upstream's tree pays).
+// always the last one whose prompt held the block: the tree
+// (sglang_tree.go) keeps just that.
 type sglang struct {
 	blockSize int
-	tree      map[uint64]core.Worker // block -> the last worker it was sent to
+	tree      sglangTree
 }
 
 func newSGLang(env Env) *sglang {
@@ -48,7 +44,7 @@ func newSGLang(env Env) *sglang {
 	if env.Indexer != nil {
 		bs = env.Indexer.BlockSize()
 	}
-	return &sglang{blockSize: bs, tree: map[uint64]core.Worker{}}
+	return &sglang{blockSize: bs}
 }
 
 func (*sglang) Name() string { return SGLang }
@@ -61,7 +57,7 @@ func (p *sglang) Pick(q *Query, rows []Row) (int, error) {
 	}
 	pick := -1
 	if !(hi-lo > sglangBalanceAbs && float64(hi) > sglangBalanceRel*float64(lo)) {
-		matched, w := p.longestMatch(q.Blocks)
+		matched, w := p.tree.longestMatch(q.Blocks)
 		if len(q.Tokens) > 0 && float64(matched*p.blockSize)/float64(len(q.Tokens)) > sglangMatchRateMin {
 			if i, err := rowOf(rows, w); err == nil {
 				pick = i
@@ -71,26 +67,6 @@ func (p *sglang) Pick(q *Query, rows []Row) (int, error) {
 	if pick < 0 {
 		pick = argminFirst(len(rows), load)
 	}
-	p.insert(q.Blocks, rows[pick].Worker)
+	p.tree.insert(q.Blocks, rows[pick].Worker)
 	return pick, nil
-}
-
-// longestMatch returns how many leading blocks some worker was sent, and
-// the most recent such worker of the deepest one.
-func (p *sglang) longestMatch(blocks []uint64) (int, core.Worker) {
-	var w core.Worker
-	for n, h := range blocks {
-		last, ok := p.tree[h]
-		if !ok {
-			return n, w
-		}
-		w = last
-	}
-	return len(blocks), w
-}
-
-func (p *sglang) insert(blocks []uint64, w core.Worker) {
-	for _, h := range blocks {
-		p.tree[h] = w
-	}
 }
