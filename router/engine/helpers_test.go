@@ -94,7 +94,9 @@ func step(t testing.TB, e *Engine) StepResult {
 }
 
 // replay applies a step's events to a router's view of the cache: every
-// evicted hash was stored before, every stored hash is new.
+// evicted hash was stored before, every stored hash is new, and every
+// store's parent is in the view (a router drops a store whose parent it
+// does not hold, and counts a violation).
 func replay(t testing.TB, cached map[uint64]bool, r StepResult) {
 	t.Helper()
 	// Evictions happen at allocation, stores after: in a step, a hash may
@@ -104,6 +106,9 @@ func replay(t testing.TB, cached map[uint64]bool, r StepResult) {
 		delete(cached, h)
 	}
 	for _, ev := range r.Stored {
+		if ev.HasParent {
+			require.True(t, cached[ev.Parent], "request %s stored blocks from %d under parent %#x, which the view does not hold", ev.RequestID, ev.FirstBlock, ev.Parent)
+		}
 		for _, h := range ev.Hashes {
 			require.False(t, cached[h], "stored %#x twice", h)
 			cached[h] = true
