@@ -3,6 +3,7 @@ package indexer
 import (
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/kvhash/kvhash/core"
 	"github.com/kvhash/kvhash/router/ingest"
@@ -26,12 +27,11 @@ func (a *applier) outcome(kind EventKind, err error) {
 	if !errors.As(err, &se) || !se.Enforced {
 		return
 	}
-	// A hash mismatch says two ranks name one block differently, not which
-	// of them is wrong: the node keeps the name of whoever stored it first.
-	// A rank whose own ids are verified deterministic is not the one to
-	// blame (an unstable rank that named the block first is caught by its
-	// own verdict), so mismatches alone never quarantine it.
-	if r.vs.verdict == VerdictVerified && onlyKinds(err, core.ViolationHashMismatch) {
+	// A rank whose own ids are verified deterministic is not quarantined
+	// for what a healthy engine's events also produce; the verifier checks
+	// every root store it sends, so a restart with unstable ids is still
+	// caught by its own verdict. Such violations stay counted and logged.
+	if r.vs.verdict == VerdictVerified && onlyKinds(err, verifiedRankKinds...) {
 		return
 	}
 	switch r.State() {
@@ -44,10 +44,31 @@ func (a *applier) outcome(kind EventKind, err error) {
 	}
 }
 
-// onlyKinds reports whether every stability error err holds is of kind k.
-func onlyKinds(err error, k core.Violation) bool {
+// verifiedRankKinds are the violations that never quarantine a verified
+// rank:
+//   - a hash mismatch says two ranks name one block differently, not which
+//     is wrong: the node keeps the name of whoever stored it first (an
+//     unstable rank that named it first is caught by its own verdict);
+//   - a duplicate store, a parent not found and a block not found are what
+//     vLLM's duplicate blocks make: it does not de-duplicate its prefix
+//     cache (two requests computing one uncached prefix in the same step
+//     each cache a copy, and each copy's store and eviction is an event),
+//     so the second copy's store repeats a block, the first copy's
+//     eviction removes the block the second still holds, a later store
+//     under it names a parent the index dropped, and the second copy's
+//     eviction removes a block the index no longer holds.
+//
+// Self references and reused names stay enforced: no cache produces them.
+var verifiedRankKinds = []core.Violation{
+	core.ViolationHashMismatch, core.ViolationDuplicateStore,
+	core.ViolationParentNotFound, core.ViolationBlockNotFound,
+}
+
+// onlyKinds reports whether every stability error err holds is of one of
+// kinds.
+func onlyKinds(err error, kinds ...core.Violation) bool {
 	for _, e := range stabilityErrors(err) {
-		if e.Kind != k {
+		if !slices.Contains(kinds, e.Kind) {
 			return false
 		}
 	}
