@@ -274,7 +274,13 @@ func requireSameMatches(t *testing.T, x *Index, m *model, q []uint64, earlyExit 
 // keep reaching a segment's end (maxPositions), which must change
 // nothing either.
 func TestIndexAgreesWithModel(t *testing.T) {
-	const events = 12000
+	events := 12000
+	if raceEnabled {
+		// One goroutine per seed: the race detector finds nothing here
+		// and makes it 2 min of make test's go-test. make test's purego
+		// run (no -race) plays every seed in full.
+		events = 3000
+	}
 	seeds := []uint64{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11}
 	if runtime.GOARCH == "wasm" {
 		// In wazero (make test's go-test-wasm) the wide-shape seeds take
