@@ -119,7 +119,10 @@ func (x *Index) ApplyRouterEvent(ev RouterEvent) error {
 // reused: the name moves, w keeps that other block unnamed, as Dynamo
 // does; this includes a hash repeated within the store) is counted and
 // logged, and returned as an error only in ModeEnforce; it does not stop
-// the store.
+// the store. An event's violations are each counted, but logged and
+// returned one by one only up to a bound (the first of each kind always),
+// so that one message naming millions of blocks cannot flood the log or
+// the memory.
 //
 // A long store is applied writeSection blocks at a time, the write lock
 // released in between (see writeSection): readers never wait behind more.
@@ -307,12 +310,25 @@ func (x *Index) Stats() Stats {
 
 // report collects the violations of one event while the write lock is
 // held; finish logs them and builds the error after it is released.
+//
+// It records at most maxRecordedViolations of them, plus the first of
+// each kind beyond, and counts the rest by kind: one event may name
+// millions of blocks (a removal of every block of a large cache, or a
+// peer's crafted message), and a log line and an error each would turn
+// one message into gigabytes of log and memory. The tree's counts
+// (Stats, WorkerInfo) still count every violation.
 type report struct {
 	worker  Worker
 	eventID uint64
 	mode    Mode
 	found   []violationRecord // nil until a violation: healthy events allocate nothing
+	kinds   uint32            // bit k: a record of kind k is in found
+	omitted [NumViolations]uint64
 }
+
+// maxRecordedViolations bounds the violations of one event logged and
+// returned one by one.
+const maxRecordedViolations = 16
 
 type violationRecord struct {
 	kind     Violation
@@ -325,13 +341,31 @@ func (r *report) begin(w Worker, eventID uint64, mode Mode) {
 }
 
 func (r *report) add(kind Violation, hash, nodeHash uint64) {
+	if len(r.found) >= maxRecordedViolations && r.kinds&(1<<kind) != 0 {
+		r.omitted[kind]++
+		return
+	}
+	r.kinds |= 1 << kind
 	r.found = append(r.found, violationRecord{kind: kind, hash: hash, nodeHash: nodeHash})
 }
 
 func (r *report) enforced() bool { return r.mode == ModeEnforce }
 
-// finish logs every violation and returns those that are errors in the
-// report's mode, joined when there are several.
+// omittedAttrs is the count of each kind of violation not recorded, as
+// log attributes (nil when every one was recorded).
+func (r *report) omittedAttrs() []slog.Attr {
+	var out []slog.Attr
+	for k, n := range r.omitted {
+		if n > 0 {
+			out = append(out, slog.Uint64(Violation(k).String(), n))
+		}
+	}
+	return out
+}
+
+// finish logs the recorded violations (and a count of the rest by kind)
+// and returns those that are errors in the report's mode, joined when
+// there are several: every kind that occurred is among them.
 func (x *Index) finish(r *report) error {
 	if len(r.found) == 0 {
 		return nil
@@ -359,6 +393,16 @@ func (x *Index) finish(r *report) error {
 		}
 		if r.enforced() || v.kind.rejects() {
 			errs = append(errs, &StabilityError{Kind: v.kind, Worker: r.worker, EventID: r.eventID, Hash: v.hash, Enforced: r.enforced()})
+		}
+	}
+	if logging {
+		if more := r.omittedAttrs(); more != nil {
+			x.log.LogAttrs(ctx, level, "kv index: more hash stability violations in this event, counted but not logged one by one",
+				append([]slog.Attr{
+					slog.Uint64("worker_id", r.worker.ID),
+					slog.Uint64("dp_rank", uint64(r.worker.DPRank)),
+					slog.Uint64("event_id", r.eventID),
+				}, more...)...)
 		}
 	}
 	switch len(errs) {

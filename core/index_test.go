@@ -4,7 +4,10 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"log/slog"
+	"slices"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -230,6 +233,42 @@ func TestHashMismatchAndDuplicateStore(t *testing.T) {
 	// w2 removes by its own names.
 	require.NoError(t, x.ApplyRemoved(w2, 9, []uint64{210, 200}))
 	assert.Equal(t, map[Worker]uint32{w1: 2}, scoresOf(x, []uint64{10, 11}, false))
+}
+
+// One event naming a million unknown blocks is counted in full, but
+// logged and returned one by one only up to a bound, the first of each
+// kind always among them: a crafted or huge message cannot turn into
+// gigabytes of log lines and errors.
+func TestAnEventsViolationsAreBoundedInLogAndError(t *testing.T) {
+	var logs bytes.Buffer
+	x := NewIndex(IndexOptions{Mode: ModeEnforce, Logger: slog.New(slog.NewJSONHandler(&logs, nil))})
+	const n = 1_000_000
+	unknown := make([]uint64, n)
+	for i := range unknown {
+		unknown[i] = uint64(5_000_000 + i)
+	}
+	err := x.ApplyRemoved(w1, 1, unknown)
+	require.ErrorIs(t, err, ErrEventRejected)
+	assert.Len(t, stabilityErrors(t, err), maxRecordedViolations)
+	assert.Less(t, len(err.Error()), 4096, "the error's text is bounded")
+	assert.Equal(t, uint64(n), x.Stats().Violations[ViolationBlockNotFound], "every one counted")
+	lines := strings.Split(strings.TrimSpace(logs.String()), "\n")
+	assert.Len(t, lines, maxRecordedViolations+1, "the recorded ones, then one line with the rest's count")
+	assert.Contains(t, lines[len(lines)-1], fmt.Sprintf(`"block_not_found":%d`, n-maxRecordedViolations))
+
+	// A kind first met past the bound is still among the errors: callers
+	// decide by the kinds present.
+	var chain []StoredBlock
+	for i := range uint64(20) {
+		chain = append(chain, StoredBlock{BlockHash: 1000 + i, TokensHash: i})
+	}
+	require.NoError(t, x.ApplyStored(w2, 2, nil, chain))
+	again := append(slices.Clone(chain), StoredBlock{BlockHash: 1000, TokensHash: 999}) // 20 duplicates, then a reused name
+	err = x.ApplyStored(w2, 3, nil, again)
+	got := kinds(stabilityErrors(t, err))
+	assert.Len(t, got, maxRecordedViolations+1)
+	assert.Equal(t, ViolationNameReused, got[len(got)-1])
+	assert.Equal(t, uint64(20), x.Stats().Workers[1].Violations[ViolationDuplicateStore])
 }
 
 func TestEnforceModeReturnsEveryViolation(t *testing.T) {
