@@ -330,6 +330,14 @@ type report struct {
 // returned one by one.
 const maxRecordedViolations = 16
 
+// The messages of the index's log records about violations: one per
+// violation recorded (attributes worker_id, dp_rank, event_id, hash,
+// kind), and one with the count by kind of an event's others.
+const (
+	LogViolation      = "kv index: hash stability violation"
+	LogMoreViolations = "kv index: more hash stability violations in this event, counted but not logged one by one"
+)
+
 type violationRecord struct {
 	kind     Violation
 	hash     uint64
@@ -389,7 +397,7 @@ func (x *Index) finish(r *report) error {
 			if v.kind == ViolationHashMismatch {
 				attrs = append(attrs, slog.Uint64("indexed_hash", v.nodeHash))
 			}
-			x.log.LogAttrs(ctx, level, "kv index: hash stability violation", attrs...)
+			x.log.LogAttrs(ctx, level, LogViolation, attrs...)
 		}
 		if r.enforced() || v.kind.rejects() {
 			errs = append(errs, &StabilityError{Kind: v.kind, Worker: r.worker, EventID: r.eventID, Hash: v.hash, Enforced: r.enforced()})
@@ -397,7 +405,7 @@ func (x *Index) finish(r *report) error {
 	}
 	if logging {
 		if more := r.omittedAttrs(); more != nil {
-			x.log.LogAttrs(ctx, level, "kv index: more hash stability violations in this event, counted but not logged one by one",
+			x.log.LogAttrs(ctx, level, LogMoreViolations,
 				append([]slog.Attr{
 					slog.Uint64("worker_id", r.worker.ID),
 					slog.Uint64("dp_rank", uint64(r.worker.DPRank)),

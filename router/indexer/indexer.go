@@ -3,6 +3,7 @@ package indexer
 import (
 	"cmp"
 	"fmt"
+	"log/slog"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -25,6 +26,9 @@ import (
 // queries read it without locking.
 type Indexer struct {
 	opts Options
+	// violationLog is the core indexes' logger: Options.Logger with each
+	// rank's violation records limited (violationlog.go).
+	violationLog *slog.Logger
 
 	mu      sync.RWMutex
 	workers map[uint64]*worker
@@ -117,7 +121,9 @@ func New(opts Options) (*Indexer, error) {
 	// Resolve the mode once (the environment, when asked), so that every
 	// index of the fleet runs in the same one.
 	o.Mode = core.NewIndex(core.IndexOptions{Mode: o.Mode}).Mode()
-	return &Indexer{opts: o, workers: map[uint64]*worker{}, indexes: map[ModelKey]*core.Index{}, members: map[ModelKey][]*worker{}}, nil
+	x := &Indexer{opts: o, workers: map[uint64]*worker{}, indexes: map[ModelKey]*core.Index{}, members: map[ModelKey][]*worker{}}
+	x.violationLog = slog.New(newViolationLimiter(o.Logger.Handler(), o.Now))
+	return x, nil
 }
 
 // BlockSize returns the router's block size.
@@ -203,7 +209,7 @@ func (x *Indexer) indexLocked(key ModelKey) *core.Index {
 	if ix, ok := x.indexes[key]; ok {
 		return ix
 	}
-	ix := core.NewIndex(core.IndexOptions{Mode: x.opts.Mode, Logger: x.opts.Logger})
+	ix := core.NewIndex(core.IndexOptions{Mode: x.opts.Mode, Logger: x.violationLog})
 	x.indexes[key] = ix
 	return ix
 }
