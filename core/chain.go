@@ -38,3 +38,9 @@ func AppendSequenceHashes(dst, blockHashes []uint64) []uint64 {
 	}
 	return dst
 }
+
+// CommonPrefix returns how many leading hashes a and b share: for two
+// chains of sequence hashes, the number of blocks of prefix they have in
+// common. It compares several hashes a step (AVX2 where there is), as
+// the index's own matches do.
+func CommonPrefix(a, b []uint64) int { return commonPrefix(a, b) }

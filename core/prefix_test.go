@@ -65,6 +65,7 @@ func FuzzCommonPrefix(f *testing.F) {
 			b[at] ^= uint64(at) + 1
 		}
 		require.Equal(t, naivePrefix(a, b), commonPrefix(a, b), fmt.Sprintf("a %d, b %d words", len(a), len(b)))
+		require.Equal(t, naivePrefix(a, b), CommonPrefix(a, b), "the exported form")
 	})
 }
 

@@ -3,6 +3,8 @@ package route
 import (
 	"iter"
 	"slices"
+
+	"github.com/kvhash/kvhash/core"
 )
 
 // activeTree holds the block chains (sequence hashes) of the active
@@ -57,17 +59,6 @@ type slotCount struct {
 	n    uint32
 }
 
-// commonPrefix is how many leading hashes a and b share.
-func commonPrefix(a, b []uint64) int {
-	n := min(len(a), len(b))
-	for i := range n {
-		if a[i] != b[i] {
-			return i
-		}
-	}
-	return n
-}
-
 // insert records one more request of slot's rank along seq. It returns
 // the node it made of the end of seq that no other request had, and the
 // node's gen: seq is part of the tree until the node's gen moves on.
@@ -81,7 +72,7 @@ func (t *activeTree) insert(seq []uint64, slot int32) (made *node, gen uint32) {
 			t.hold(c, slot)
 			return c, c.gen
 		}
-		k := commonPrefix(c.run, seq[i:])
+		k := core.CommonPrefix(c.run, seq[i:])
 		if k < len(c.run) {
 			t.split(c, k) // seq ends or leaves the run inside it
 		}
@@ -114,7 +105,7 @@ func (t *activeTree) along(seq []uint64) iter.Seq2[*node, int] {
 			if c == nil {
 				return
 			}
-			k := commonPrefix(c.run, seq[i:])
+			k := core.CommonPrefix(c.run, seq[i:])
 			if !yield(c, i+k) || k < len(c.run) {
 				return
 			}

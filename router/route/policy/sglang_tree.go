@@ -23,17 +23,6 @@ type sglangNode struct {
 	children map[uint64]*sglangNode // by the first block of the child's run
 }
 
-// commonPrefix is how many leading elements a and b share.
-func commonPrefix(a, b []uint64) int {
-	n := min(len(a), len(b))
-	for i := range n {
-		if a[i] != b[i] {
-			return i
-		}
-	}
-	return n
-}
-
 // longestMatch returns how many leading blocks some prompt held, and the
 // worker the last such prompt went to.
 func (t *sglangTree) longestMatch(blocks []uint64) (int, core.Worker) {
@@ -44,7 +33,7 @@ func (t *sglangTree) longestMatch(blocks []uint64) (int, core.Worker) {
 		if child == nil {
 			break
 		}
-		k := commonPrefix(child.run, blocks[n:])
+		k := core.CommonPrefix(child.run, blocks[n:])
 		n, w = n+k, child.last
 		if k < len(child.run) {
 			break
@@ -68,7 +57,7 @@ func (t *sglangTree) insert(blocks []uint64, w core.Worker) {
 			node.children[blocks[n]] = &sglangNode{run: append([]uint64(nil), blocks[n:]...), last: w}
 			return
 		}
-		k := commonPrefix(child.run, blocks[n:])
+		k := core.CommonPrefix(child.run, blocks[n:])
 		if k < len(child.run) {
 			child.split(k)
 		}
