@@ -19,9 +19,16 @@ import (
 
 // queryJob is what the harness hands the query process on its stdin.
 type queryJob struct {
-	URL     string
-	Rate    float64
-	Queries []Query
+	URL      string
+	FloorURL string // "" for none
+	Rate     float64
+	Queries  []Query
+}
+
+// queryResult is what the query process answers: the indexer's queries'
+// stats and the floor's.
+type queryResult struct {
+	Query, Floor QueryStats
 }
 
 // queryClientReady is the line the query process writes once it holds
@@ -49,10 +56,17 @@ func ServeQueryClient(in io.Reader, out io.Writer) error {
 	if err := WarmUp(ctx, job.URL, job.Queries[0]); err != nil {
 		return err
 	}
+	if job.FloorURL != "" {
+		if err := WarmUp(ctx, job.FloorURL, job.Queries[0]); err != nil {
+			return fmt.Errorf("floor: %w", err)
+		}
+	}
 	if _, err := fmt.Fprintln(out, queryClientReady); err != nil {
 		return err
 	}
-	return json.NewEncoder(out).Encode(DriveQueries(ctx, job.URL, job.Queries, job.Rate))
+	var res queryResult
+	res.Query, res.Floor = driveWithFloor(ctx, job.URL, job.FloorURL, job.Queries, job.Rate)
+	return json.NewEncoder(out).Encode(res)
 }
 
 // queryProcess is a running query client process.
@@ -98,8 +112,8 @@ func startQueryProcess(argv []string, job queryJob) (*queryProcess, error) {
 }
 
 // finish stops the queries and returns their stats.
-func (p *queryProcess) finish() (QueryStats, error) {
-	var qs QueryStats
+func (p *queryProcess) finish() (queryResult, error) {
+	var qs queryResult
 	err := p.stdin.Close()
 	if err == nil {
 		err = json.NewDecoder(p.out).Decode(&qs)

@@ -74,8 +74,8 @@ func wrongOf(rs []Result) (wrong, total int) {
 // medians.
 func WriteTable(w io.Writer, cells []Cell, queriesPerRun int) error {
 	var b strings.Builder
-	b.WriteString("| case | blocks/s kvrouter / Dynamo (ratio) | CPU µs/block (ratio) | peak RSS MiB (ratio) | query p50 ms | query p99 ms (ratio) | query max ms | queries/s | wrong answers |\n")
-	b.WriteString("|---|---|---|---|---|---|---|---|---|\n")
+	b.WriteString("| case | blocks/s kvrouter / Dynamo (ratio) | CPU µs/block (ratio) | peak RSS MiB (ratio) | query p50 ms | query p99 ms (ratio) | query max ms | floor max ms | queries/s | wrong answers |\n")
+	b.WriteString("|---|---|---|---|---|---|---|---|---|---|\n")
 	for _, c := range cells {
 		k, d := c.KVRouter, c.Dynamo
 		bps := func(r Result) float64 { return r.BlocksPerSec }
@@ -84,10 +84,11 @@ func WriteTable(w io.Writer, cells []Cell, queriesPerRun int) error {
 		p50 := func(r Result) float64 { return ms(r.Query.P50) }
 		p99 := func(r Result) float64 { return ms(r.Query.P99) }
 		mx := func(r Result) float64 { return ms(r.Query.Max) }
+		fl := func(r Result) float64 { return ms(r.Floor.Max) }
 		qps := func(r Result) float64 { return r.Query.Rate }
 		wk, nk := wrongOf(k)
 		wd, nd := wrongOf(d)
-		fmt.Fprintf(&b, "| %s | %s / %s (%.2fx) | %.3f / %.3f (%.2fx) | %.0f / %.0f (%.2fx) | %.2f / %.2f | %.2f / %.2f (%.2fx) | %.1f / %.1f | %.0f / %.0f | %d / %d of %d |\n",
+		fmt.Fprintf(&b, "| %s | %s / %s (%.2fx) | %.3f / %.3f (%.2fx) | %.0f / %.0f (%.2fx) | %.2f / %.2f | %.2f / %.2f (%.2fx) | %.1f / %.1f | %.1f / %.1f | %.0f / %.0f | %d / %d of %d |\n",
 			c.Name(),
 			millions(med(k, bps)), millions(med(d, bps)), ratio(med(k, bps), med(d, bps)),
 			med(k, cpu), med(d, cpu), ratio(med(k, cpu), med(d, cpu)),
@@ -95,6 +96,7 @@ func WriteTable(w io.Writer, cells []Cell, queriesPerRun int) error {
 			med(k, p50), med(d, p50),
 			med(k, p99), med(d, p99), ratio(med(k, p99), med(d, p99)),
 			med(k, mx), med(d, mx),
+			med(k, fl), med(d, fl),
 			med(k, qps), med(d, qps),
 			wk, wd, queriesPerRun*max(nk, nd))
 	}
@@ -120,7 +122,7 @@ func Targets(cells []Cell) []string {
 		out = append(out, fmt.Sprintf("%s: %s (%s)", name, verdict, detail))
 	}
 	minIngest, maxCPU, maxRSS := 1e18, 0.0, 0.0
-	p99ok, burstMax := true, 0.0
+	p99ok, burstMax, burstFloor := true, 0.0, 0.0
 	var p99s, rsss []string
 	for _, c := range cells {
 		k, d := c.KVRouter, c.Dynamo
@@ -146,6 +148,7 @@ func Targets(cells []Cell) []string {
 			}
 		} else {
 			burstMax = max(burstMax, med(k, func(r Result) float64 { return ms(r.Query.Max) }))
+			burstFloor = max(burstFloor, med(k, func(r Result) float64 { return ms(r.Floor.Max) }))
 		}
 	}
 	if minIngest < 1e18 {
@@ -158,7 +161,11 @@ func Targets(cells []Cell) []string {
 	}
 	check("query p99 <= Dynamo's at every paced rate", p99ok, detail)
 	if minIngest < 1e18 {
-		check("longest query under a burst < 5 ms", burstMax < 5, fmt.Sprintf("median of the runs' max, worst case %.1f ms", burstMax))
+		detail := fmt.Sprintf("median of the runs' max, worst case %.1f ms", burstMax)
+		if burstFloor > 0 {
+			detail += fmt.Sprintf("; the floor server's in the same runs %.1f ms", burstFloor)
+		}
+		check("longest query under a burst < 5 ms", burstMax < 5, detail)
 	}
 	detail = fmt.Sprintf("highest ratio %.2fx", maxRSS)
 	if len(rsss) > 0 {

@@ -66,6 +66,31 @@ func TestTargetsJudgeMediansOfTheRightCases(t *testing.T) {
 	}
 }
 
+// The longest burst query's line names the floor server's longest answer
+// in the same runs, when there was one; the table has its column.
+func TestTheLongestQueryIsShownBesideTheFloor(t *testing.T) {
+	withFloor := func(r Result, floor time.Duration) Result { r.Floor.Max = floor; return r }
+	k := withFloor(result(2e6, 400*time.Nanosecond, 100<<20, time.Millisecond, 12*time.Millisecond), 7*time.Millisecond)
+	d := withFloor(result(1e6, time.Microsecond, 200<<20, 2*time.Millisecond, time.Second), 9*time.Millisecond)
+	cells := []Cell{{Engines: 32, Blocks: 2e6, KVRouter: []Result{k, k, k}, Dynamo: []Result{d, d, d}}}
+	var longest string
+	for _, l := range Targets(cells) {
+		if strings.HasPrefix(l, "longest query") {
+			longest = l
+		}
+	}
+	assert.Equal(t, "longest query under a burst < 5 ms: NOT met (median of the runs' max, worst case 12.0 ms; the floor server's in the same runs 7.0 ms)", longest)
+	var table strings.Builder
+	require.NoError(t, WriteTable(&table, cells, 200))
+	assert.Contains(t, table.String(), "| floor max ms |")
+	assert.Contains(t, table.String(), "| 12.0 / 1000.0 | 7.0 / 9.0 |")
+
+	cells[0].KVRouter = []Result{result(2e6, 400*time.Nanosecond, 100<<20, time.Millisecond, 12*time.Millisecond)}
+	for _, l := range Targets(cells) {
+		assert.NotContains(t, l, "floor", "no floor asked, none named")
+	}
+}
+
 func TestKeepSlowestKeepsTheSlowestInOrder(t *testing.T) {
 	var slow []SlowQuery
 	for i, took := range []int{3, 9, 1, 7, 5, 8, 2, 6, 4} {

@@ -25,6 +25,9 @@ type RunConfig struct {
 	// publishers' goroutines do not delay the client's own reads.
 	// Empty: a goroutine of this process.
 	QueryClient []string
+	// FloorURL, when set, is a floor server (FloorHandler) asked at the
+	// same rate during the stream: Result.Floor.
+	FloorURL string
 }
 
 // Result is what one run measured.
@@ -35,7 +38,8 @@ type Result struct {
 	CPUPerBlock  time.Duration // the target's CPU over Ingest / stored blocks
 	PeakRSS      int64         // bytes (VmHWM at the end)
 	Query        QueryStats
-	Wrong        int // verification answers that differ from the stream's
+	Floor        QueryStats // the floor server's answers meanwhile (RunConfig.FloorURL)
+	Wrong        int        // verification answers that differ from the stream's
 	FirstWrong   string
 }
 
@@ -63,20 +67,29 @@ func Run(ctx context.Context, t *Target, pubs *Publishers, st *Stream, cfg RunCo
 	runCtx, cancel := context.WithTimeout(ctx, cfg.Timeout)
 	defer cancel()
 	queryCtx, stopQueries := context.WithCancel(runCtx)
-	queried := make(chan QueryStats, 1)
+	queried := make(chan queryResult, 1)
 	var qproc *queryProcess
 	if len(cfg.QueryClient) > 0 {
-		qproc, err = startQueryProcess(cfg.QueryClient, queryJob{URL: t.URL, Rate: cfg.QueryRate, Queries: cfg.Queries})
+		qproc, err = startQueryProcess(cfg.QueryClient, queryJob{URL: t.URL, FloorURL: cfg.FloorURL, Rate: cfg.QueryRate, Queries: cfg.Queries})
 		if err != nil {
 			stopQueries()
 			return res, err
 		}
 	} else {
-		if err := WarmUp(runCtx, t.URL, cfg.Queries[0]); err != nil {
-			stopQueries()
-			return res, fmt.Errorf("%s: %w", t.Name, err)
+		for _, url := range []string{t.URL, cfg.FloorURL} {
+			if url == "" {
+				continue
+			}
+			if err := WarmUp(runCtx, url, cfg.Queries[0]); err != nil {
+				stopQueries()
+				return res, fmt.Errorf("%s: %w", t.Name, err)
+			}
 		}
-		go func() { queried <- DriveQueries(queryCtx, t.URL, cfg.Queries, cfg.QueryRate) }()
+		go func() {
+			var r queryResult
+			r.Query, r.Floor = driveWithFloor(queryCtx, t.URL, cfg.FloorURL, cfg.Queries, cfg.QueryRate)
+			queried <- r
+		}()
 	}
 	start := time.Now()
 	published := make(chan error, 1)
@@ -84,11 +97,12 @@ func Run(ctx context.Context, t *Target, pubs *Publishers, st *Stream, cfg RunCo
 	done, err := WaitComplete(runCtx, t.URL, st.SentinelQuery(), cfg.PollInterval)
 	stopQueries()
 	if qproc != nil {
-		var qerr error
-		res.Query, qerr = qproc.finish()
+		qr, qerr := qproc.finish()
+		res.Query, res.Floor = qr.Query, qr.Floor
 		err = errors.Join(err, qerr)
 	} else {
-		res.Query = <-queried
+		qr := <-queried
+		res.Query, res.Floor = qr.Query, qr.Floor
 	}
 	if perr := <-published; err == nil && perr != nil {
 		err = perr

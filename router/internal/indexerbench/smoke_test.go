@@ -30,12 +30,15 @@ func smokeRun(t *testing.T, target *Target, rate float64) {
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = pubs.Close() })
 	qs := st.PromptQueries()
+	floor := httptest.NewServer(FloorHandler())
+	t.Cleanup(floor.Close)
 	res, err := Run(t.Context(), target, pubs, st, RunConfig{Rate: rate, QueryRate: 50, Queries: qs,
-		PollInterval: 5 * time.Millisecond, Timeout: 30 * time.Second})
+		PollInterval: 5 * time.Millisecond, Timeout: 30 * time.Second, FloorURL: floor.URL})
 	require.NoError(t, err)
 	assert.Zero(t, res.Wrong, "answers differing from the stream: %s", res.FirstWrong)
 	assert.Positive(t, res.BlocksPerSec)
 	assert.Zero(t, res.Query.Failed)
+	assert.Zero(t, res.Floor.Failed)
 }
 
 // The harness's kvrouter path: generator, PUB sockets, kvrouter's ZeroMQ

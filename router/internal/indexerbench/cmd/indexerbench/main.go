@@ -26,6 +26,14 @@ func main() {
 		}
 		return
 	}
+	if len(os.Args) == 2 && os.Args[1] == "floor-server" {
+		// The floor: an HTTP server that does no work (ib.FloorHandler).
+		if err := ib.ServeFloor(os.Stdin, os.Stdout); err != nil {
+			fmt.Fprintln(os.Stderr, "indexerbench:", err)
+			os.Exit(1)
+		}
+		return
+	}
 	if err := run(); err != nil {
 		fmt.Fprintln(os.Stderr, "indexerbench:", err)
 		os.Exit(1)
@@ -46,14 +54,24 @@ func run() error {
 	out := flag.String("out", "", "also write the table to this file")
 	logDir := flag.String("logs", os.TempDir(), "directory for the indexers' logs")
 	inProcess := flag.Bool("queries-in-process", false, "send the queries from the harness's own process (a goroutine beside the publishers, whose burst delays the client's reads) instead of a query process")
+	floor := flag.Bool("floor", true, "also ask an HTTP server that does no work (a process of its own) at the query rate during each stream: the machine's floor under a query's latency")
 	flag.Parse()
+	self, err := os.Executable()
+	if err != nil {
+		return err
+	}
 	var queryClient []string
 	if !*inProcess {
-		self, err := os.Executable()
+		queryClient = []string{self, "query-client"}
+	}
+	floorURL := ""
+	if *floor {
+		fp, err := ib.StartFloor([]string{self, "floor-server"})
 		if err != nil {
 			return err
 		}
-		queryClient = []string{self, "query-client"}
+		defer func() { _ = fp.Stop() }()
+		floorURL = fp.URL
 	}
 
 	engineCounts, err := ints(*engines)
@@ -103,15 +121,15 @@ func run() error {
 						order = []int{1, 0}
 					}
 					for _, side := range order {
-						res, err := runOnce(ctx, sides[side], st, qs, rate, *qps, *logDir, queryClient)
+						res, err := runOnce(ctx, sides[side], st, qs, rate, *qps, *logDir, queryClient, floorURL)
 						if err != nil {
 							return fmt.Errorf("%s: %w", cell.Name(), err)
 						}
-						fmt.Fprintf(os.Stderr, "  %s run %d %-8s %s blocks/s  cpu %.3f µs/block  rss %d MiB  query p50 %.2f p99 %.2f max %.1f ms %.0f/s  wrong %d %s  slowest%s\n",
+						fmt.Fprintf(os.Stderr, "  %s run %d %-8s %s blocks/s  cpu %.3f µs/block  rss %d MiB  query p50 %.2f p99 %.2f max %.1f ms %.0f/s  floor max %.1f ms  wrong %d %s  slowest%s\n",
 							cell.Name(), r+1, res.Target, strconv.FormatFloat(res.BlocksPerSec, 'f', 0, 64),
 							float64(res.CPUPerBlock)/float64(time.Microsecond), res.PeakRSS>>20,
-							ms(res.Query.P50), ms(res.Query.P99), ms(res.Query.Max), res.Query.Rate, res.Wrong, res.FirstWrong,
-							slowest(res.Query.Slowest))
+							ms(res.Query.P50), ms(res.Query.P99), ms(res.Query.Max), res.Query.Rate, ms(res.Floor.Max),
+							res.Wrong, res.FirstWrong, slowest(res.Query.Slowest))
 						if side == 0 {
 							cell.KVRouter = append(cell.KVRouter, res)
 						} else {
@@ -140,7 +158,7 @@ func run() error {
 	return nil
 }
 
-func runOnce(ctx context.Context, side ib.Command, st *ib.Stream, qs []ib.Query, rate, qps float64, logDir string, queryClient []string) (res ib.Result, err error) {
+func runOnce(ctx context.Context, side ib.Command, st *ib.Stream, qs []ib.Query, rate, qps float64, logDir string, queryClient []string, floorURL string) (res ib.Result, err error) {
 	pubs, err := ib.OpenPublishers(st.Spec.Engines)
 	if err != nil {
 		return res, err
@@ -158,7 +176,7 @@ func runOnce(ctx context.Context, side ib.Command, st *ib.Stream, qs []ib.Query,
 		timeout = max(timeout, time.Duration(4*float64(st.Stored)/rate*float64(time.Second)))
 	}
 	return ib.Run(ctx, t, pubs, st, ib.RunConfig{Rate: rate, QueryRate: qps, Queries: qs,
-		PollInterval: 10 * time.Millisecond, Timeout: timeout, QueryClient: queryClient})
+		PollInterval: 10 * time.Millisecond, Timeout: timeout, QueryClient: queryClient, FloorURL: floorURL})
 }
 
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }

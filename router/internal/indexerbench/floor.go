@@ -1,0 +1,122 @@
+package indexerbench
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"strings"
+	"sync"
+	"time"
+)
+
+// The floor is what the machine itself adds to a query's latency: an HTTP
+// server in a process of its own that does no work (FloorHandler), asked
+// by the query client at the indexer's query rate, half an interval
+// apart from the indexer's queries, during the same stream. Whatever
+// delays its answers (the cores taken by the publishers and the indexer,
+// a virtual CPU woken from idle by its host) delays the indexer's too; on
+// the shared two-core machine of the README its longest answer in a
+// burst was several milliseconds. Its stats are Result.Floor.
+
+// floorAnswer is a /query answer that matches nothing.
+const floorAnswer = `{"scores":{}}`
+
+// FloorHandler answers every request at once with an empty /query
+// answer, after reading its body as a server does.
+func FloorHandler() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = io.WriteString(w, floorAnswer)
+	})
+}
+
+// ServeFloor is the floor process's side: it serves FloorHandler on a
+// free loopback port, writes its URL as one line on out, and returns
+// when in ends (the harness closes it).
+func ServeFloor(in io.Reader, out io.Writer) error {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return fmt.Errorf("floor server: %w", err)
+	}
+	srv := &http.Server{Handler: FloorHandler(), ReadHeaderTimeout: 10 * time.Second}
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(l) }()
+	if _, err := fmt.Fprintln(out, "http://"+l.Addr().String()); err != nil {
+		_ = srv.Close()
+		return err
+	}
+	_, _ = io.Copy(io.Discard, in)
+	_ = srv.Close()
+	if err := <-served; err != http.ErrServerClosed {
+		return fmt.Errorf("floor server: %w", err)
+	}
+	return nil
+}
+
+// FloorProcess is a running floor server (ServeFloor in a process of its
+// own, started from argv).
+type FloorProcess struct {
+	URL   string
+	cmd   *exec.Cmd
+	stdin io.WriteCloser
+}
+
+// StartFloor runs argv as a floor server and returns once it serves.
+func StartFloor(argv []string) (*FloorProcess, error) {
+	cmd := exec.Command(argv[0], argv[1:]...)
+	cmd.Stderr = os.Stderr
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		return nil, err
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, err
+	}
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("floor server: %w", err)
+	}
+	line, err := bufio.NewReader(stdout).ReadString('\n')
+	if err != nil || !strings.HasPrefix(line, "http://") {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+		return nil, fmt.Errorf("floor server: said %q: %v", line, err)
+	}
+	return &FloorProcess{URL: strings.TrimSpace(line), cmd: cmd, stdin: stdin}, nil
+}
+
+// Stop ends the floor server.
+func (f *FloorProcess) Stop() error {
+	_ = f.stdin.Close()
+	return f.cmd.Wait()
+}
+
+// driveWithFloor sends the indexer's queries (DriveQueries) and, when
+// floorURL is set, the floor's at the same rate half an interval later,
+// until ctx ends.
+func driveWithFloor(ctx context.Context, url, floorURL string, qs []Query, rate float64) (query, floor QueryStats) {
+	if floorURL == "" {
+		return DriveQueries(ctx, url, qs, rate), QueryStats{}
+	}
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(time.Duration(float64(time.Second) / rate / 2)):
+		}
+		// The indexer's own query bodies: the floor reads as many bytes.
+		floor = DriveQueries(ctx, floorURL, qs, rate)
+	}()
+	query = DriveQueries(ctx, url, qs, rate)
+	wg.Wait()
+	return query, floor
+}
