@@ -39,8 +39,10 @@ type Config struct {
 	// ZMQMaxMessageBytes caps one ZeroMQ message from any peer (engines,
 	// anyone reaching bind); a peer over it is disconnected and counted.
 	ZMQMaxMessageBytes int64 `yaml:"zmq_max_message_bytes"`
-	// IngestWorkers, when above 0, bounds how many engines' batches are
-	// decoded and applied at once (ingest.Options.Workers; 0: all).
+	// IngestWorkers, when above 0, bounds how many of the ingest's
+	// goroutines work at once: engines' batches decoded and applied, and
+	// engine connections' readers (ingest.Options.Workers; 0: unbounded).
+	// Below GOMAXPROCS, it keeps a P for queries during a burst.
 	IngestWorkers int `yaml:"ingest_workers,omitempty"`
 
 	Log      Log      `yaml:"log"`

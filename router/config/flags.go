@@ -81,7 +81,7 @@ func newFlagSet(name string, c *Config, p *Parsed, out io.Writer) *flag.FlagSet 
 	fs.IntVar(&c.BindMaxWorkers, "bind-max-workers", c.BindMaxWorkers, "most workers --bind registers from topics (0: only registered workers' topics)")
 	fs.Var(listFlag{&c.BindTopics}, "bind-topics", "comma-separated topics that may register a worker on --bind: exact, or a prefix ending in * (empty: any)")
 	fs.Int64Var(&c.ZMQMaxMessageBytes, "zmq-max-message-bytes", c.ZMQMaxMessageBytes, "largest ZeroMQ message a peer may send (frames + 64 bytes each); a peer over it is disconnected")
-	fs.IntVar(&c.IngestWorkers, "ingest-workers", c.IngestWorkers, "most engines' batches decoded and applied at once (0: all); GOMAXPROCS-1 keeps a core for queries during a burst, at some ingest throughput")
+	fs.IntVar(&c.IngestWorkers, "ingest-workers", c.IngestWorkers, "most ingest goroutines at work at once, decoding or reading engines' connections (0: unbounded); below GOMAXPROCS it keeps a P for queries during a burst, at some ingest throughput")
 	fs.StringVar(&c.Log.Format, "log-format", c.Log.Format, "log format: text or json")
 	fs.StringVar(&c.Log.Level, "log-level", c.Log.Level, "log level: debug, info, warn, error")
 	fs.StringVar(&c.Snapshot.Path, "snapshot", c.Snapshot.Path, "snapshot file: loaded at start, written atomically every interval and on shutdown")

@@ -3,6 +3,7 @@ package ingest
 import (
 	"errors"
 	"fmt"
+	"github.com/kvhash/kvhash/router/internal/cpugate"
 	"log/slog"
 	"net"
 
@@ -28,6 +29,7 @@ type Binding struct {
 type boundEndpoint struct {
 	b    Binding
 	sock zmq4.Socket
+	link *cpugate.Link // the socket's readers', with a gate (see dialLoop)
 	done chan struct{}
 
 	unknownLogged map[string]bool // bounded: see onUnknownTopic
@@ -55,13 +57,19 @@ func (s *Subscriber) Bind(b Binding) (net.Addr, error) {
 	if err != nil {
 		return nil, err
 	}
-	sock := zmq4.NewSub(s.ctx, zmq4.WithLogger(slog.NewLogLogger(s.opts.Logger.Handler(), slog.LevelDebug)))
+	var link *cpugate.Link
+	ctx := s.ctx
+	if s.gate != nil {
+		link = s.gate.NewLink()
+		ctx = cpugate.WithLink(ctx, link)
+	}
+	sock := zmq4.NewSub(ctx, zmq4.WithLogger(slog.NewLogLogger(s.opts.Logger.Handler(), slog.LevelDebug)))
 	_ = sock.SetOption(zmq4.OptionSubscribe, b.Topic)
 	if err := sock.Listen(endpoint); err != nil {
 		_ = sock.Close()
 		return nil, fmt.Errorf("ingest: bind %s: %w", b.Endpoint, err)
 	}
-	be := &boundEndpoint{b: b, sock: sock, done: make(chan struct{}), unknownLogged: map[string]bool{}}
+	be := &boundEndpoint{b: b, sock: sock, link: link, done: make(chan struct{}), unknownLogged: map[string]bool{}}
 	s.bound = be
 	go s.boundLoop(be)
 	return sock.Addr(), nil
@@ -92,7 +100,7 @@ func (s *Subscriber) boundLoop(be *boundEndpoint) {
 			s.stats.countMalformed(ReasonUnknownTopic)
 			continue
 		}
-		if st.enqueue(item{kind: itemMessage, frames: msg.Frames}) != nil && s.ctx.Err() != nil {
+		if st.enqueue(item{kind: itemMessage, frames: msg.Frames}, be.link) != nil && s.ctx.Err() != nil {
 			return
 		}
 	}

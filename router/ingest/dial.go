@@ -1,6 +1,7 @@
 package ingest
 
 import (
+	"github.com/kvhash/kvhash/router/internal/cpugate"
 	"log/slog"
 	"time"
 
@@ -23,7 +24,16 @@ func (s *Subscriber) dialLoop(st *stream) {
 		return
 	}
 	for st.ctx.Err() == nil {
-		sock := zmq4.NewSub(st.ctx, zmq4.WithDialerMaxRetries(0),
+		// With a gate, the connection's reader takes its tokens through
+		// this socket's Link (cpugate), which the capped transport finds
+		// in the socket's context.
+		var link *cpugate.Link
+		ctx := st.ctx
+		if s.gate != nil {
+			link = s.gate.NewLink()
+			ctx = cpugate.WithLink(ctx, link)
+		}
+		sock := zmq4.NewSub(ctx, zmq4.WithDialerMaxRetries(0),
 			zmq4.WithDialerTimeout(max(time.Second, s.opts.ReconnectMax)), zmq4.WithLogger(logger))
 		_ = sock.SetOption(zmq4.OptionSubscribe, st.src.Topic) // before Dial: sent on connect
 		if err := sock.Dial(endpoint); err != nil {
@@ -36,16 +46,16 @@ func (s *Subscriber) dialLoop(st *stream) {
 			continue
 		}
 		backoff = s.opts.ReconnectMin
-		if st.enqueue(item{kind: itemConnected}) != nil {
+		if st.enqueue(item{kind: itemConnected}, link) != nil {
 			_ = sock.Close()
 			return
 		}
-		err := st.receive(sock)
+		err := st.receive(sock, link)
 		_ = sock.Close()
 		if st.ctx.Err() != nil {
 			return
 		}
-		if st.enqueue(item{kind: itemDisconnected, err: err}) != nil {
+		if st.enqueue(item{kind: itemDisconnected, err: err}, link) != nil {
 			return
 		}
 		if !sleep(st.ctx, backoff) {
@@ -54,14 +64,15 @@ func (s *Subscriber) dialLoop(st *stream) {
 	}
 }
 
-// receive queues each message until the connection fails.
-func (st *stream) receive(sock zmq4.Socket) error {
+// receive queues each message until the connection fails; link is the
+// socket's (nil without a gate).
+func (st *stream) receive(sock zmq4.Socket, link *cpugate.Link) error {
 	for {
 		msg, err := sock.Recv()
 		if err != nil {
 			return err
 		}
-		if st.enqueue(item{kind: itemMessage, frames: msg.Frames}) != nil {
+		if st.enqueue(item{kind: itemMessage, frames: msg.Frames}, link) != nil {
 			return nil
 		}
 	}

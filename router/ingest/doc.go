@@ -49,13 +49,19 @@
 // Source's goroutine; live messages wait in the queue meanwhile and those
 // the replay already delivered are dropped by seq (Stats.Duplicates).
 //
-// Options.Workers can bound how many sources decode and call the Handler
-// at once (the others' batches wait their turn, Stats.WorkerWaits). With
+// Options.Workers can bound how many ingest goroutines work at once:
+// sources decoding and calling the Handler (the others' batches wait
+// their turn, Stats.WorkerWaits) and engine connections' readers between
+// two reads, through one pool of tokens (router/internal/cpugate). With
 // every P busy with runnable ingest goroutines, Go's scheduler notices a
-// ready socket only when sysmon polls (about every 10 ms), so a query
-// arriving during a burst waits up to that long before its handler runs;
-// GOMAXPROCS-1 workers leave a P for the socket readers, the collector
-// and the queries, at the cost of some burst throughput.
+// ready socket only when sysmon polls (about every 10 ms), and runs its
+// goroutine behind them, so a query arriving during a burst waits; fewer
+// workers than GOMAXPROCS leave a P for the collector and the queries, at
+// the cost of some burst throughput. A receiver that waits for room in
+// its stream's queue first has its socket's readers give back their
+// tokens (cpugate.Link): the stream's goroutine may need one to make
+// that room. Replay sockets are read ungated, as their receiver is the
+// stream's goroutine, which takes a token for each batch itself.
 //
 // ingesttest builds realistic payloads for benchmarks; metrics.go exports
 // Stats as Prometheus metrics (Collector).

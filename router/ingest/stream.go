@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/kvhash/kvhash/router/internal/cpugate"
 	"log/slog"
 	"sync"
 	"sync/atomic"
@@ -97,10 +98,13 @@ func (st *stream) stop() {
 
 // enqueue hands an item to the stream's goroutine. A full queue makes the
 // receiver wait (counted), never drop: the wait backs up into the socket,
-// and from there into the engine's PUB high-water mark.
-func (st *stream) enqueue(it item) error {
+// and from there into the engine's PUB high-water mark. link is the
+// receiver's Link to its socket's readers (nil for none): they give back
+// their gate tokens while it waits, since the stream's goroutine may need
+// one to make room.
+func (st *stream) enqueue(it item, link *cpugate.Link) error {
 	if it.kind == itemMessage {
-		if err := st.reserve(it.size()); err != nil {
+		if err := st.reserve(it.size(), link); err != nil {
 			return err
 		}
 	}
@@ -110,6 +114,7 @@ func (st *stream) enqueue(it item) error {
 	default:
 	}
 	st.sub.stats.QueueWaits.Add(1)
+	defer link.Wait()()
 	select {
 	case st.inbox <- it:
 		return nil
@@ -121,7 +126,7 @@ func (st *stream) enqueue(it item) error {
 // reserve counts n more bytes queued, waiting (counted, like a full
 // queue) while the queue holds other messages and n would take it past
 // Options.QueueBytes.
-func (st *stream) reserve(n int64) error {
+func (st *stream) reserve(n int64, link *cpugate.Link) error {
 	waited := false
 	for {
 		q := st.queued.Load()
@@ -134,6 +139,7 @@ func (st *stream) reserve(n int64) error {
 		if !waited {
 			waited = true
 			st.sub.stats.QueueWaits.Add(1)
+			defer link.Wait()()
 		}
 		select {
 		case <-st.room:
@@ -293,26 +299,17 @@ func (st *stream) deliver(topic string, seq uint64, payload []byte) {
 // (none to wait for when unbounded); false when the stream stops
 // meanwhile.
 func (st *stream) takeWorker() bool {
-	if st.sub.workers == nil {
+	g := st.sub.gate
+	if g == nil || g.TryAcquire() {
 		return true
-	}
-	select {
-	case st.sub.workers <- struct{}{}:
-		return true
-	default:
 	}
 	st.sub.stats.WorkerWaits.Add(1)
-	select {
-	case st.sub.workers <- struct{}{}:
-		return true
-	case <-st.ctx.Done():
-		return false
-	}
+	return g.Acquire(st.ctx.Done())
 }
 
 func (st *stream) releaseWorker() {
-	if st.sub.workers != nil {
-		<-st.sub.workers
+	if st.sub.gate != nil {
+		st.sub.gate.Release()
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/kvhash/kvhash/router/internal/cpugate"
 	"log/slog"
 	"sync"
 	"time"
@@ -39,14 +40,16 @@ type Options struct {
 	// that sends more has its connection dropped before the message is
 	// read; the socket serves the others (Stats.Oversized).
 	MaxMessageBytes int64
-	// Workers, when above 0, bounds how many Sources decode and hand a
-	// batch to the Handler at once (default 0: every Source at once).
-	// Unbounded, a burst over many engines keeps every P busy with
-	// runnable ingest goroutines, and Go's scheduler notices a ready
-	// socket (a query) only when sysmon polls (~10 ms). GOMAXPROCS-1
-	// leaves a P to the readers, the collector and the queries: measured
-	// on 2 cores, burst query p50 about halved and more queries answered,
-	// for about a quarter less burst ingest (docs/guides/indexer-benchmark.md).
+	// Workers, when above 0, bounds how many of the ingest's goroutines
+	// work at once (default 0: unbounded): Sources decoding and handing
+	// a batch to the Handler, and engine connections' readers between two
+	// reads (see router/internal/cpugate). Unbounded, a burst over many
+	// engines keeps every P busy with runnable ingest goroutines, and Go's
+	// scheduler notices a ready socket (a query) only when sysmon polls
+	// (~10 ms), then runs it behind them. Fewer Workers than GOMAXPROCS
+	// leave a P to the queries and the collector: on 2 cores with
+	// GOMAXPROCS=3 and 2 Workers, a burst's longest query was 3-5x
+	// shorter, for 0.75-0.9x the burst ingest (docs/guides/indexer-benchmark.md).
 	Workers int
 }
 
@@ -109,9 +112,10 @@ type Subscriber struct {
 	closed  bool
 
 	zcap *zmqcap.Cap // every socket's cap on a peer's message
-	// workers holds a token per batch being decoded and handled
-	// (Options.Workers); nil: unbounded.
-	workers   chan struct{}
+	// gate holds a token for each batch being decoded and handled and
+	// each engine connection's reader at work (Options.Workers); nil:
+	// unbounded.
+	gate      *cpugate.Gate
 	oversized oversizedLog
 }
 
@@ -124,7 +128,11 @@ func New(opts Options) (*Subscriber, error) {
 	opts.setDefaults()
 	s := &Subscriber{opts: opts, streams: make(map[sourceKey]*stream)}
 	if opts.Workers > 0 {
-		s.workers = make(chan struct{}, opts.Workers)
+		gate, err := cpugate.New(opts.Workers)
+		if err != nil {
+			return nil, fmt.Errorf("ingest: Options.Workers: %w", err)
+		}
+		s.gate = gate
 	}
 	zcap, err := zmqcap.New(opts.MaxMessageBytes, s.onOversized)
 	if err != nil {
@@ -222,7 +230,7 @@ func (s *Subscriber) RequestReplay(src Source, from uint64) error {
 	if st.replayEP == "" {
 		return fmt.Errorf("ingest: replay for model %q worker %d rank %d: no replay endpoint", src.Model, src.WorkerID, src.DPRank)
 	}
-	return st.enqueue(item{kind: itemReplay, from: from})
+	return st.enqueue(item{kind: itemReplay, from: from}, nil)
 }
 
 // Sources lists the subscribed streams (the bound endpoint's included).

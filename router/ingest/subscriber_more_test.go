@@ -377,3 +377,70 @@ func TestSubscriberWorkersBoundConcurrentHandlerCalls(t *testing.T) {
 		})
 	}
 }
+
+// slowHandler takes a while over each batch, so that the engines'
+// messages fill every queue behind it.
+type slowHandler struct{ *recorder }
+
+func (h slowHandler) HandleBatch(src Source, b *Batch) {
+	time.Sleep(200 * time.Microsecond)
+	h.recorder.HandleBatch(src, b)
+}
+
+// With Workers, the engine connections' readers take the same tokens as
+// the decoders (router/internal/cpugate). A reader that holds one while
+// it waits for its full queue, behind a decoder waiting for a token,
+// would stop the ingest for good; each receiver's Link makes its readers
+// give their tokens back while it waits. One token, one-message queues
+// and four engines sending at once, on dialed sockets and on the bound
+// one: every batch still arrives, in order.
+func TestGatedReadersGiveBackTheirTokensWhileTheirQueueIsFull(t *testing.T) {
+	const engines, n = 4, 300
+	for _, bound := range []bool{false, true} {
+		t.Run(map[bool]string{false: "dialed", true: "bound"}[bound], func(t *testing.T) {
+			e := enginetest.StartPublisher(t)
+			rec := slowHandler{newRecorder()}
+			s, err := New(Options{Handler: rec, Workers: 1, QueueLen: 1, QueueBytes: 1,
+				ReconnectMin: 20 * time.Millisecond})
+			require.NoError(t, err)
+			t.Cleanup(func() { _ = s.Close() })
+			if bound {
+				addr, err := s.Bind(Binding{Endpoint: "tcp://127.0.0.1:0", Topic: "kv@",
+					Resolve: func(topic string) (Source, bool) {
+						pod, model, ok := ParseLLMDTopic(topic)
+						id, err := strconv.Atoi(strings.TrimSuffix(pod, ":8000"))
+						return Source{Model: model, WorkerID: uint64(id)}, ok && err == nil
+					}})
+				require.NoError(t, err)
+				for i := range engines {
+					name := "e" + strconv.Itoa(i)
+					e.Do(map[string]any{"op": "open", "name": name, "endpoint": "tcp://" + addr.String(),
+						"bind": false, "topic": "kv@" + strconv.Itoa(i+1) + ":8000@m"})
+					e.Do(map[string]any{"op": "wait_sub", "name": name})
+				}
+			} else {
+				for i := range engines {
+					name := "e" + strconv.Itoa(i)
+					sub := openEngine(t, e, name, 0, nil)
+					sub.WorkerID = uint64(i + 1)
+					subscribeReady(t, s, e, name, sub)
+				}
+			}
+			for j := range n {
+				for i := range engines {
+					e.Send("e"+strconv.Itoa(i), batchOf(storedEv([]uint64{uint64(j + 1)}, nil, 0)))
+				}
+			}
+			rec.waitFor(t, "every batch", func() bool { return len(rec.batches) == engines*n })
+			assert.Positive(t, s.Stats().QueueWaits.Load(), "the queues filled")
+			perSource := map[uint64]int{}
+			rec.mu.Lock()
+			for _, b := range rec.batches {
+				require.Equal(t, uint64(perSource[b.src.WorkerID]), b.b.Seq, "worker %d", b.src.WorkerID)
+				perSource[b.src.WorkerID]++
+			}
+			rec.mu.Unlock()
+			assert.Len(t, perSource, engines)
+		})
+	}
+}

@@ -14,6 +14,8 @@ import (
 
 	"github.com/go-zeromq/zmq4"
 	"github.com/go-zeromq/zmq4/transport"
+
+	"github.com/kvhash/kvhash/router/internal/cpugate"
 )
 
 // MinLimit is the smallest cap accepted: the peer's handshake (its READY
@@ -107,22 +109,25 @@ func (t cappedTransport) Dial(ctx context.Context, d transport.Dialer, addr stri
 	if err != nil {
 		return nil, err
 	}
-	return newConn(c, t.cap), nil
+	return newConn(c, t.cap, cpugate.LinkFrom(ctx)), nil
 }
 
+// Listen: the connections accepted feed the socket's one consumer, the
+// Link of ctx if any (see Dial).
 func (t cappedTransport) Listen(ctx context.Context, addr string) (net.Listener, error) {
 	l, err := t.inner.Listen(ctx, addr)
 	if err != nil {
 		return nil, err
 	}
-	return listener{Listener: l, cap: t.cap}, nil
+	return listener{Listener: l, cap: t.cap, link: cpugate.LinkFrom(ctx)}, nil
 }
 
 func (t cappedTransport) Addr(ep string) (string, error) { return t.inner.Addr(ep) }
 
 type listener struct {
 	net.Listener
-	cap *Cap
+	cap  *Cap
+	link *cpugate.Link
 }
 
 func (l listener) Accept() (net.Conn, error) {
@@ -130,7 +135,7 @@ func (l listener) Accept() (net.Conn, error) {
 	if err != nil {
 		return nil, err
 	}
-	return newConn(c, l.cap), nil
+	return newConn(c, l.cap, l.link), nil
 }
 
 // readBuffer is each connection's read buffer. zmq4 reads a frame's
@@ -148,10 +153,11 @@ var readBuffer = 32 << 10
 // reader), so only Close may run beside Read.
 type conn struct {
 	net.Conn
-	r   io.Reader // Conn through a buffer of readBuffer bytes
-	cap *Cap
-	g   *guard
-	err error // the guard's verdict, kept: the stream cannot be followed after it
+	r     io.Reader       // Conn through a buffer of readBuffer bytes (and gated)
+	gated *cpugate.Reader // nil: the socket's context carried no Link
+	cap   *Cap
+	g     *guard
+	err   error // the guard's verdict, kept: the stream cannot be followed after it
 
 	// watchdog closes the connection at handshakeTimeout unless zmq4 has
 	// read on past the peer's handshake by then; handshaken is set when
@@ -161,10 +167,18 @@ type conn struct {
 	released   bool // the watchdog was stopped by a read past the handshake
 }
 
-func newConn(c net.Conn, cp *Cap) *conn {
+// newConn guards c; with a Link, the socket's reader holds one of its
+// gate's tokens from each read of c that returned bytes until the next
+// (cpugate): the buffer makes that one read of the kernel's a batch, not
+// one a frame.
+func newConn(c net.Conn, cp *Cap, link *cpugate.Link) *conn {
 	cc := &conn{Conn: c, r: c, cap: cp, g: newGuard(cp.max)}
+	if link != nil {
+		cc.gated = link.NewReader(c)
+		cc.r = cc.gated
+	}
 	if readBuffer > 0 {
-		cc.r = bufio.NewReaderSize(c, readBuffer)
+		cc.r = bufio.NewReaderSize(cc.r, readBuffer)
 	}
 	cc.g.handshake = func() { cc.handshaken = true }
 	cc.watchdog = time.AfterFunc(handshakeTimeout, func() { _ = c.Close() })
@@ -187,7 +201,7 @@ func (c *conn) Read(p []byte) (int, error) {
 		if tl := c.g.scan(p[:n]); tl != nil {
 			tl.Peer, tl.Local = peerName(c.Conn), localName(c.Conn)
 			c.err = tl
-			_ = c.Conn.Close()
+			_ = c.Close()
 			c.cap.dropped(tl)
 			return 0, tl
 		}
@@ -195,9 +209,13 @@ func (c *conn) Read(p []byte) (int, error) {
 	return n, err
 }
 
-// Close closes the connection and stops its watchdog.
+// Close closes the connection, stops its watchdog and gives back a
+// gate's token its reader holds.
 func (c *conn) Close() error {
 	c.watchdog.Stop()
+	if c.gated != nil {
+		c.gated.Close()
+	}
 	return c.Conn.Close()
 }
 

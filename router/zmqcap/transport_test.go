@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/kvhash/kvhash/router/ingest/ingesttest"
+	"github.com/kvhash/kvhash/router/internal/cpugate"
 	"github.com/kvhash/kvhash/router/zmqcap/zmqcaptest"
 )
 
@@ -282,4 +283,39 @@ func TestAHugeCommandInTheHandshakeIsDropped(t *testing.T) {
 
 	goodPublisher(t, ep)
 	awaitMessage(t, results, "good")
+}
+
+// A connection of a socket whose context carries a cpugate Link reads
+// through the gate: its reader holds a token from a read that returned
+// bytes until its next read, and the connection's Close gives it back.
+// Without a Link the connection takes none.
+func TestAConnectionOfALinkedSocketHoldsAGateToken(t *testing.T) {
+	for _, linked := range []bool{true, false} {
+		t.Run(map[bool]string{true: "linked", false: "no link"}[linked], func(t *testing.T) {
+			g, err := cpugate.New(1)
+			require.NoError(t, err)
+			var link *cpugate.Link
+			if linked {
+				link = g.NewLink()
+			}
+			c, _ := newCap(t, 1<<20)
+			ours, peer := net.Pipe()
+			t.Cleanup(func() { _ = peer.Close() })
+			conn := newConn(ours, c, link)
+			go func() { _, _ = peer.Write([]byte{0xff}) }()
+			buf := make([]byte, 1)
+			n, err := conn.Read(buf)
+			require.NoError(t, err)
+			require.Equal(t, 1, n)
+			if g.TryAcquire() {
+				g.Release()
+				assert.False(t, linked, "a linked reader holds the token after a read")
+			} else {
+				assert.True(t, linked, "a reader without a Link took a token")
+			}
+			require.NoError(t, conn.Close())
+			require.True(t, g.TryAcquire(), "Close gave the token back")
+			g.Release()
+		})
+	}
 }
