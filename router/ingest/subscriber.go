@@ -48,8 +48,8 @@ type Options struct {
 	// scheduler notices a ready socket (a query) only when sysmon polls
 	// (~10 ms), then runs it behind them. Fewer Workers than GOMAXPROCS
 	// leave a P to the queries and the collector: on 2 cores with
-	// GOMAXPROCS=3 and 2 Workers, a burst's longest query was 3-5x
-	// shorter, for 0.75-0.9x the burst ingest (docs/guides/indexer-benchmark.md).
+	// GOMAXPROCS=3 and 2 Workers, a burst's longest query was 2-8x
+	// shorter, for 0.72-0.94x the burst ingest (docs/guides/indexer-benchmark.md).
 	Workers int
 }
 
