@@ -348,34 +348,49 @@ func TestSubscriberWorkersBoundConcurrentHandlerCalls(t *testing.T) {
 			require.NoError(t, err)
 			t.Cleanup(func() { _ = s.Close() })
 			const engines, n = 4, 20
-			for i := range engines {
-				name := "e" + strconv.Itoa(i)
-				sub := openEngine(t, e, name, 0, nil)
-				sub.WorkerID = uint64(i + 1)
-				subscribeReady(t, s, e, name, sub)
-			}
-			for j := range n {
-				for i := range engines {
-					e.Send("e"+strconv.Itoa(i), batchOf(storedEv([]uint64{uint64(j + 1)}, nil, 0)))
-				}
-			}
-			rec.waitFor(t, "every batch", func() bool { return len(rec.batches) == engines*n })
+			dialEngines(t, e, s, engines)
+			sendInTurn(e, engines, n)
+			requireEveryBatchInOrder(t, rec.recorder, engines, n)
 			assert.LessOrEqual(t, rec.most.Load(), int32(workers))
 			assert.Positive(t, s.Stats().WorkerWaits.Load(), "sources waited for a worker")
-			perSource := map[uint64][]uint64{}
-			rec.mu.Lock()
-			for _, b := range rec.batches {
-				perSource[b.src.WorkerID] = append(perSource[b.src.WorkerID], b.b.Seq)
-			}
-			rec.mu.Unlock()
-			for id, seqs := range perSource {
-				for i, seq := range seqs {
-					require.Equal(t, uint64(i), seq, "worker %d", id)
-				}
-			}
-			assert.Len(t, perSource, engines)
 		})
 	}
+}
+
+// dialEngines opens engines e0.. on e's publisher, each subscribed by s
+// as worker i+1.
+func dialEngines(t *testing.T, e *enginetest.Publisher, s *Subscriber, engines int) {
+	t.Helper()
+	for i := range engines {
+		name := "e" + strconv.Itoa(i)
+		sub := openEngine(t, e, name, 0, nil)
+		sub.WorkerID = uint64(i + 1)
+		subscribeReady(t, s, e, name, sub)
+	}
+}
+
+// sendInTurn sends n one-block batches from each engine e0.., in turn.
+func sendInTurn(e *enginetest.Publisher, engines, n int) {
+	for j := range n {
+		for i := range engines {
+			e.Send("e"+strconv.Itoa(i), batchOf(storedEv([]uint64{uint64(j + 1)}, nil, 0)))
+		}
+	}
+}
+
+// requireEveryBatchInOrder waits for n batches from each of the engines
+// and checks each engine's came in seq order.
+func requireEveryBatchInOrder(t *testing.T, rec *recorder, engines, n int) {
+	t.Helper()
+	rec.waitFor(t, "every batch", func() bool { return len(rec.batches) == engines*n })
+	perSource := map[uint64]int{}
+	rec.mu.Lock()
+	defer rec.mu.Unlock()
+	for _, b := range rec.batches {
+		require.Equal(t, uint64(perSource[b.src.WorkerID]), b.b.Seq, "worker %d", b.src.WorkerID)
+		perSource[b.src.WorkerID]++
+	}
+	assert.Len(t, perSource, engines)
 }
 
 // slowHandler takes a while over each batch, so that the engines'
@@ -419,28 +434,11 @@ func TestGatedReadersGiveBackTheirTokensWhileTheirQueueIsFull(t *testing.T) {
 					e.Do(map[string]any{"op": "wait_sub", "name": name})
 				}
 			} else {
-				for i := range engines {
-					name := "e" + strconv.Itoa(i)
-					sub := openEngine(t, e, name, 0, nil)
-					sub.WorkerID = uint64(i + 1)
-					subscribeReady(t, s, e, name, sub)
-				}
+				dialEngines(t, e, s, engines)
 			}
-			for j := range n {
-				for i := range engines {
-					e.Send("e"+strconv.Itoa(i), batchOf(storedEv([]uint64{uint64(j + 1)}, nil, 0)))
-				}
-			}
-			rec.waitFor(t, "every batch", func() bool { return len(rec.batches) == engines*n })
+			sendInTurn(e, engines, n)
+			requireEveryBatchInOrder(t, rec.recorder, engines, n)
 			assert.Positive(t, s.Stats().QueueWaits.Load(), "the queues filled")
-			perSource := map[uint64]int{}
-			rec.mu.Lock()
-			for _, b := range rec.batches {
-				require.Equal(t, uint64(perSource[b.src.WorkerID]), b.b.Seq, "worker %d", b.src.WorkerID)
-				perSource[b.src.WorkerID]++
-			}
-			rec.mu.Unlock()
-			assert.Len(t, perSource, engines)
 		})
 	}
 }

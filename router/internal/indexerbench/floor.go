@@ -1,14 +1,11 @@
 package indexerbench
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
-	"os"
-	"os/exec"
 	"strings"
 	"sync"
 	"time"
@@ -62,39 +59,28 @@ func ServeFloor(in io.Reader, out io.Writer) error {
 // FloorProcess is a running floor server (ServeFloor in a process of its
 // own, started from argv).
 type FloorProcess struct {
-	URL   string
-	cmd   *exec.Cmd
-	stdin io.WriteCloser
+	URL string
+	hp  *helperProcess
 }
 
 // StartFloor runs argv as a floor server and returns once it serves.
 func StartFloor(argv []string) (*FloorProcess, error) {
-	cmd := exec.Command(argv[0], argv[1:]...)
-	cmd.Stderr = os.Stderr
-	stdin, err := cmd.StdinPipe()
+	hp, err := startHelper("floor server", argv)
 	if err != nil {
 		return nil, err
 	}
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		return nil, err
-	}
-	if err := cmd.Start(); err != nil {
-		return nil, fmt.Errorf("floor server: %w", err)
-	}
-	line, err := bufio.NewReader(stdout).ReadString('\n')
+	line, err := hp.out.ReadString('\n')
 	if err != nil || !strings.HasPrefix(line, "http://") {
-		_ = cmd.Process.Kill()
-		_ = cmd.Wait()
+		hp.kill()
 		return nil, fmt.Errorf("floor server: said %q: %v", line, err)
 	}
-	return &FloorProcess{URL: strings.TrimSpace(line), cmd: cmd, stdin: stdin}, nil
+	return &FloorProcess{URL: strings.TrimSpace(line), hp: hp}, nil
 }
 
 // Stop ends the floor server.
 func (f *FloorProcess) Stop() error {
-	_ = f.stdin.Close()
-	return f.cmd.Wait()
+	_ = f.hp.stdin.Close()
+	return f.hp.cmd.Wait()
 }
 
 // driveWithFloor sends the indexer's queries (DriveQueries) and, when

@@ -1,14 +1,11 @@
 package indexerbench
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	"os"
-	"os/exec"
 )
 
 // The query client can run in a process of its own (RunConfig.QueryClient):
@@ -70,45 +67,30 @@ func ServeQueryClient(in io.Reader, out io.Writer) error {
 }
 
 // queryProcess is a running query client process.
-type queryProcess struct {
-	cmd   *exec.Cmd
-	stdin io.WriteCloser
-	out   *bufio.Reader
-}
+type queryProcess struct{ *helperProcess }
 
 // startQueryProcess runs argv as a query client for the job and returns
 // once it is about to send its first query.
 func startQueryProcess(argv []string, job queryJob) (*queryProcess, error) {
-	cmd := exec.Command(argv[0], argv[1:]...)
-	cmd.Stderr = os.Stderr
-	stdin, err := cmd.StdinPipe()
+	hp, err := startHelper("query client", argv)
 	if err != nil {
 		return nil, err
 	}
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		return nil, err
-	}
-	if err := cmd.Start(); err != nil {
-		return nil, fmt.Errorf("query client: %w", err)
-	}
-	p := &queryProcess{cmd: cmd, stdin: stdin, out: bufio.NewReader(stdout)}
 	fail := func(err error) (*queryProcess, error) {
-		_ = cmd.Process.Kill()
-		_ = cmd.Wait()
+		hp.kill()
 		return nil, fmt.Errorf("query client: %w", err)
 	}
-	if err := json.NewEncoder(stdin).Encode(job); err != nil {
+	if err := json.NewEncoder(hp.stdin).Encode(job); err != nil {
 		return fail(err)
 	}
-	line, err := p.out.ReadString('\n')
+	line, err := hp.out.ReadString('\n')
 	if err != nil {
 		return fail(err)
 	}
 	if line != queryClientReady+"\n" {
 		return fail(fmt.Errorf("said %q, not ready", line))
 	}
-	return p, nil
+	return &queryProcess{hp}, nil
 }
 
 // finish stops the queries and returns their stats.
