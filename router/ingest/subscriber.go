@@ -44,12 +44,13 @@ type Options struct {
 	// work at once (default 0: unbounded): Sources decoding and handing
 	// a batch to the Handler, and engine connections' readers between two
 	// reads (see router/internal/cpugate). Unbounded, a burst over many
-	// engines keeps every P busy with runnable ingest goroutines, and Go's
-	// scheduler notices a ready socket (a query) only when sysmon polls
-	// (~10 ms), then runs it behind them. Fewer Workers than GOMAXPROCS
-	// leave a P to the queries and the collector: on 2 cores with
-	// GOMAXPROCS=3 and 2 Workers, a burst's longest query was 2-8x
-	// shorter, for 0.72-0.94x the burst ingest (docs/guides/indexer-benchmark.md).
+	// engines makes dozens of ingest goroutines runnable at once and keeps
+	// every P busy; Go's scheduler notices a ready socket (a query) only
+	// when sysmon polls (~10 ms), then runs it behind them. Any bound ends
+	// that herd; fewer Workers than GOMAXPROCS also leave a P to the
+	// queries and the collector. On 2 cores, 2 Workers made a burst's
+	// longest query 2-8x shorter and a 32-engine burst's peak RSS 0.6x,
+	// for 0.72-0.94x the burst ingest (docs/guides/indexer-benchmark.md).
 	Workers int
 }
 
