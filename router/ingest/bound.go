@@ -60,7 +60,7 @@ func (s *Subscriber) Bind(b Binding) (net.Addr, error) {
 	var link *cpugate.Link
 	ctx := s.ctx
 	if s.gate != nil {
-		link = s.gate.NewLink()
+		link = s.gate.NewLink(s.countReaderWait)
 		ctx = cpugate.WithLink(ctx, link)
 	}
 	sock := zmq4.NewSub(ctx, zmq4.WithLogger(slog.NewLogLogger(s.opts.Logger.Handler(), slog.LevelDebug)))

@@ -30,7 +30,7 @@ func (s *Subscriber) dialLoop(st *stream) {
 		var link *cpugate.Link
 		ctx := st.ctx
 		if s.gate != nil {
-			link = s.gate.NewLink()
+			link = s.gate.NewLink(s.countReaderWait)
 			ctx = cpugate.WithLink(ctx, link)
 		}
 		sock := zmq4.NewSub(ctx, zmq4.WithDialerMaxRetries(0),

@@ -12,10 +12,10 @@ import (
 type Collector struct {
 	stats *Stats
 
-	messages, batches, duplicates, unknown, panics, queueWaits *prometheus.Desc
-	events, malformed, gaps, replays                           *prometheus.Desc
-	restarts, connects, disconnects, oversized                 *prometheus.Desc
-	lastSeq, lag, connected, sourceBatches                     *prometheus.Desc
+	messages, batches, duplicates, unknown, panics, queueWaits, gateWaits *prometheus.Desc
+	events, malformed, gaps, replays                                      *prometheus.Desc
+	restarts, connects, disconnects, oversized                            *prometheus.Desc
+	lastSeq, lag, connected, sourceBatches                                *prometheus.Desc
 }
 
 // NewCollector describes the metrics under namespace_ingest_*.
@@ -33,6 +33,7 @@ func NewCollector(namespace string, stats *Stats) *Collector {
 		unknown:       desc("unknown_events_total", "Events of an unknown kind left out of their batch."),
 		panics:        desc("handler_panics_total", "Handler calls that panicked (recovered)."),
 		queueWaits:    desc("queue_waits_total", "Times a receiver waited for a full per-engine queue (back-pressure, nothing dropped)."),
+		gateWaits:     desc("gate_waits_total", "Times an ingest goroutine waited for one of ingest_workers' tokens: a batch to decode, or a connection's reader.", "waiter"),
 		events:        desc("events_total", "Engine events delivered, by kind.", "kind"),
 		malformed:     desc("malformed_total", "Messages skipped as malformed, by reason.", "reason"),
 		gaps:          desc("gaps_total", "Seq gaps: detected, and how they ended (replayed or lost).", "outcome"),
@@ -50,7 +51,7 @@ func NewCollector(namespace string, stats *Stats) *Collector {
 
 // Describe implements prometheus.Collector.
 func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{c.messages, c.batches, c.duplicates, c.unknown, c.panics, c.queueWaits,
+	for _, d := range []*prometheus.Desc{c.messages, c.batches, c.duplicates, c.unknown, c.panics, c.queueWaits, c.gateWaits,
 		c.events, c.malformed, c.gaps, c.replays, c.restarts, c.connects, c.disconnects, c.oversized,
 		c.lastSeq, c.lag, c.connected, c.sourceBatches} {
 		ch <- d
@@ -72,6 +73,8 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	counter(c.unknown, s.UnknownEvents.Load())
 	counter(c.panics, s.HandlerPanics.Load())
 	counter(c.queueWaits, s.QueueWaits.Load())
+	counter(c.gateWaits, s.WorkerWaits.Load(), "decoder")
+	counter(c.gateWaits, s.ReaderWaits.Load(), "reader")
 	for _, k := range []Kind{BlockStored, BlockRemoved, AllBlocksCleared} {
 		counter(c.events, s.Events(k), k.String())
 	}

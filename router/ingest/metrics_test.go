@@ -15,6 +15,8 @@ func TestCollectorExportsTheStats(t *testing.T) {
 	s.countMalformed(ReasonTokenRange)
 	s.GapsLost.Add(2)
 	s.Oversized.Add(4)
+	s.WorkerWaits.Add(6)
+	s.ReaderWaits.Add(9)
 	ss := s.addSource(Source{Model: "llama", WorkerID: 7, DPRank: 1})
 	ss.LastSeq.Store(41)
 	ss.HaveSeq.Store(true)
@@ -48,6 +50,8 @@ func TestCollectorExportsTheStats(t *testing.T) {
 		"kvrouter_ingest_malformed_total,reason=frames":               0,
 		"kvrouter_ingest_gaps_total,outcome=lost":                     2,
 		"kvrouter_ingest_oversized_messages_total":                    4,
+		"kvrouter_ingest_gate_waits_total,waiter=decoder":             6,
+		"kvrouter_ingest_gate_waits_total,waiter=reader":              9,
 		"kvrouter_ingest_last_seq,dp_rank=1,model=llama,worker_id=7":  41,
 		"kvrouter_ingest_connected,dp_rank=1,model=llama,worker_id=7": 1,
 	} {

@@ -27,6 +27,7 @@ type Stats struct {
 	HandlerPanics  atomic.Uint64 // Handler calls that panicked (recovered)
 	QueueWaits     atomic.Uint64 // times a receiver waited for a full per-source queue
 	WorkerWaits    atomic.Uint64 // batches that waited for one of Options.Workers
+	ReaderWaits    atomic.Uint64 // engine connection reads whose reader then waited for one
 	Oversized      atomic.Uint64 // peers' connections dropped for a message over Options.MaxMessageBytes
 
 	events    [AllBlocksCleared + 1]atomic.Uint64

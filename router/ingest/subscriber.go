@@ -144,6 +144,10 @@ func New(opts Options) (*Subscriber, error) {
 	return s, nil
 }
 
+// countReaderWait counts an engine connection's reader waiting for a
+// gate token (Stats.ReaderWaits).
+func (s *Subscriber) countReaderWait() { s.stats.ReaderWaits.Add(1) }
+
 // Stats returns the live counters.
 func (s *Subscriber) Stats() *Stats { return &s.stats }
 

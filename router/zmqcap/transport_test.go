@@ -296,7 +296,7 @@ func TestAConnectionOfALinkedSocketHoldsAGateToken(t *testing.T) {
 			require.NoError(t, err)
 			var link *cpugate.Link
 			if linked {
-				link = g.NewLink()
+				link = g.NewLink(nil)
 			}
 			c, _ := newCap(t, 1<<20)
 			ours, peer := net.Pipe()

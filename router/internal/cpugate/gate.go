@@ -70,15 +70,18 @@ func (g *Gate) Release() { <-g.tokens }
 // it.
 type Link struct {
 	gate    *Gate
+	onWait  func() // a reader waits for a token (nil: nothing)
 	waiting atomic.Bool
 
 	mu      sync.Mutex
 	readers map[*Reader]struct{}
 }
 
-// NewLink returns a link for one consumer of g's readers.
-func (g *Gate) NewLink() *Link {
-	return &Link{gate: g, readers: map[*Reader]struct{}{}}
+// NewLink returns a link for one consumer of g's readers; onWait, if not
+// nil, is called each time one of them has to wait for a token (a
+// counter: it must not block).
+func (g *Gate) NewLink(onWait func()) *Link {
+	return &Link{gate: g, onWait: onWait, readers: map[*Reader]struct{}{}}
 }
 
 // Wait says the consumer is about to wait (for room in a queue, say):
@@ -148,10 +151,15 @@ func (r *Reader) take() {
 	if r.link.waiting.Load() {
 		return
 	}
-	select {
-	case r.link.gate.tokens <- struct{}{}:
-	case <-r.closed:
-		return
+	if !r.link.gate.TryAcquire() {
+		if r.link.onWait != nil {
+			r.link.onWait()
+		}
+		select {
+		case r.link.gate.tokens <- struct{}{}:
+		case <-r.closed:
+			return
+		}
 	}
 	r.held.Store(true)
 	// The consumer may have begun to wait, or the reader been closed,

@@ -58,7 +58,7 @@ func TestReadersAndWorkersNeverOutnumberTheTokens(t *testing.T) {
 	var wg sync.WaitGroup
 	for i := range readers {
 		wg.Go(func() {
-			r := g.NewLink().NewReader(endless{})
+			r := g.NewLink(nil).NewReader(endless{})
 			defer r.Close()
 			buf := make([]byte, 16)
 			for ctx.Err() == nil {
@@ -91,7 +91,7 @@ func TestReadersAndWorkersNeverOutnumberTheTokens(t *testing.T) {
 func TestAWaitingConsumerFreesItsReadersTokens(t *testing.T) {
 	g, err := New(1)
 	require.NoError(t, err)
-	l := g.NewLink()
+	l := g.NewLink(nil)
 	r := l.NewReader(endless{})
 	buf := make([]byte, 8)
 	_, _ = r.Read(buf)
@@ -118,7 +118,8 @@ func TestCloseEndsAWaitForAToken(t *testing.T) {
 	g, err := New(1)
 	require.NoError(t, err)
 	require.True(t, g.TryAcquire())
-	l := g.NewLink()
+	var waits atomic.Int32
+	l := g.NewLink(func() { waits.Add(1) })
 	r := l.NewReader(endless{})
 	read := make(chan struct{})
 	go func() {
@@ -130,6 +131,7 @@ func TestCloseEndsAWaitForAToken(t *testing.T) {
 		t.Fatal("the read went on without a token")
 	case <-time.After(20 * time.Millisecond):
 	}
+	assert.Equal(t, int32(1), waits.Load(), "the wait was counted")
 	r.Close()
 	select {
 	case <-read:
@@ -150,7 +152,7 @@ func TestRacingWaitsReadsAndClosesLoseNoToken(t *testing.T) {
 	g, err := New(tokens)
 	require.NoError(t, err)
 	for range 50 {
-		l := g.NewLink()
+		l := g.NewLink(nil)
 		var readers []*Reader
 		for range 3 {
 			readers = append(readers, l.NewReader(endless{}))
@@ -184,7 +186,7 @@ func TestRacingWaitsReadsAndClosesLoseNoToken(t *testing.T) {
 func TestTheLinkTravelsInAContext(t *testing.T) {
 	g, err := New(1)
 	require.NoError(t, err)
-	l := g.NewLink()
+	l := g.NewLink(nil)
 	assert.Same(t, l, LinkFrom(WithLink(t.Context(), l)))
 	assert.Nil(t, LinkFrom(t.Context()))
 }
