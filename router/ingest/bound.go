@@ -3,11 +3,12 @@ package ingest
 import (
 	"errors"
 	"fmt"
-	"github.com/kvhash/kvhash/router/internal/cpugate"
 	"log/slog"
 	"net"
 
 	"github.com/go-zeromq/zmq4"
+
+	"github.com/kvhash/kvhash/router/internal/cpugate"
 )
 
 // Resolver names the Source of a message on the bound endpoint from its

@@ -1,11 +1,12 @@
 package ingest
 
 import (
-	"github.com/kvhash/kvhash/router/internal/cpugate"
 	"log/slog"
 	"time"
 
 	"github.com/go-zeromq/zmq4"
+
+	"github.com/kvhash/kvhash/router/internal/cpugate"
 )
 
 // dialLoop keeps one SUB socket connected to a stream's engine. zmq4's

@@ -4,11 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/kvhash/kvhash/router/internal/cpugate"
 	"log/slog"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/kvhash/kvhash/router/internal/cpugate"
 )
 
 type itemKind uint8

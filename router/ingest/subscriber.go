@@ -4,11 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/kvhash/kvhash/router/internal/cpugate"
 	"log/slog"
 	"sync"
 	"time"
 
+	"github.com/kvhash/kvhash/router/internal/cpugate"
 	"github.com/kvhash/kvhash/router/zmqcap"
 )
 
