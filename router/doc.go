@@ -24,7 +24,9 @@
 //	verify/      the live engine doctor: one engine's stream, its ids' verdict, the fix
 //	snapshot/    the index and each engine's last seq on disk, atomically
 //	config/      the YAML config file and its flags
-//	zmqcap/      a cap on what a ZeroMQ peer may send, enforced before zmq4 allocates it
+//	zmqcap/      a cap on what a ZeroMQ peer may send, enforced before zmq4 allocates it; engine
+//	             connections read through a buffer and, with --ingest-workers, a CPU gate
+//	             (internal/cpugate: at most N ingest goroutines at work, so queries keep a P)
 //	eventplane/  router replicas sharing one event stream on NATS JetStream
 //	engine/      a clock-free model of one vLLM V1 engine: scheduler, KV blocks and prefix
 //	             cache, preemption, step times (Dynamo's mocker profile); kvmock and sim run it
