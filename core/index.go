@@ -359,6 +359,15 @@ func (r *report) add(kind Violation, hash, nodeHash uint64) {
 
 func (r *report) enforced() bool { return r.mode == ModeEnforce }
 
+// eventAttrs are the log attributes naming the report's event: its
+// worker rank and id (room left for a record's own).
+func (r *report) eventAttrs() []slog.Attr {
+	return append(make([]slog.Attr, 0, 6),
+		slog.Uint64("worker_id", r.worker.ID),
+		slog.Uint64("dp_rank", uint64(r.worker.DPRank)),
+		slog.Uint64("event_id", r.eventID))
+}
+
 // omittedAttrs is the count of each kind of violation not recorded, as
 // log attributes (nil when every one was recorded).
 func (r *report) omittedAttrs() []slog.Attr {
@@ -387,13 +396,7 @@ func (x *Index) finish(r *report) error {
 	logging := x.log.Enabled(ctx, level)
 	for _, v := range r.found {
 		if logging {
-			attrs := []slog.Attr{
-				slog.Uint64("worker_id", r.worker.ID),
-				slog.Uint64("dp_rank", uint64(r.worker.DPRank)),
-				slog.Uint64("event_id", r.eventID),
-				slog.Uint64("hash", v.hash),
-				slog.String("kind", v.kind.String()),
-			}
+			attrs := append(r.eventAttrs(), slog.Uint64("hash", v.hash), slog.String("kind", v.kind.String()))
 			if v.kind == ViolationHashMismatch {
 				attrs = append(attrs, slog.Uint64("indexed_hash", v.nodeHash))
 			}
@@ -405,12 +408,7 @@ func (x *Index) finish(r *report) error {
 	}
 	if logging {
 		if more := r.omittedAttrs(); more != nil {
-			x.log.LogAttrs(ctx, level, LogMoreViolations,
-				append([]slog.Attr{
-					slog.Uint64("worker_id", r.worker.ID),
-					slog.Uint64("dp_rank", uint64(r.worker.DPRank)),
-					slog.Uint64("event_id", r.eventID),
-				}, more...)...)
+			x.log.LogAttrs(ctx, level, LogMoreViolations, append(r.eventAttrs(), more...)...)
 		}
 	}
 	switch len(errs) {

@@ -155,9 +155,7 @@ func (r *Reader) take() {
 		if r.link.onWait != nil {
 			r.link.onWait()
 		}
-		select {
-		case r.link.gate.tokens <- struct{}{}:
-		case <-r.closed:
+		if !r.link.gate.Acquire(r.closed) {
 			return
 		}
 	}

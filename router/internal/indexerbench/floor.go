@@ -83,26 +83,40 @@ func (f *FloorProcess) Stop() error {
 	return f.hp.cmd.Wait()
 }
 
-// driveWithFloor sends the indexer's queries (DriveQueries) and, when
-// floorURL is set, the floor's at the same rate half an interval later,
-// until ctx ends.
-func driveWithFloor(ctx context.Context, url, floorURL string, qs []Query, rate float64) (query, floor QueryStats) {
-	if floorURL == "" {
-		return DriveQueries(ctx, url, qs, rate), QueryStats{}
+// warmUp asks the indexer and the floor (if any) one query each before
+// the stream (WarmUp).
+func (j queryJob) warmUp(ctx context.Context) error {
+	if err := WarmUp(ctx, j.URL, j.Queries[0]); err != nil {
+		return err
+	}
+	if j.FloorURL != "" {
+		if err := WarmUp(ctx, j.FloorURL, j.Queries[0]); err != nil {
+			return fmt.Errorf("floor: %w", err)
+		}
+	}
+	return nil
+}
+
+// drive sends the indexer's queries (DriveQueries) and, when the job has
+// a floor, the floor's at the same rate half an interval later, until ctx
+// ends.
+func (j queryJob) drive(ctx context.Context) queryResult {
+	var res queryResult
+	if j.FloorURL == "" {
+		res.Query = DriveQueries(ctx, j.URL, j.Queries, j.Rate)
+		return res
 	}
 	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
+	wg.Go(func() {
 		select {
 		case <-ctx.Done():
 			return
-		case <-time.After(time.Duration(float64(time.Second) / rate / 2)):
+		case <-time.After(time.Duration(float64(time.Second) / j.Rate / 2)):
 		}
 		// The indexer's own query bodies: the floor reads as many bytes.
-		floor = DriveQueries(ctx, floorURL, qs, rate)
-	}()
-	query = DriveQueries(ctx, url, qs, rate)
+		res.Floor = DriveQueries(ctx, j.FloorURL, j.Queries, j.Rate)
+	})
+	res.Query = DriveQueries(ctx, j.URL, j.Queries, j.Rate)
 	wg.Wait()
-	return query, floor
+	return res
 }

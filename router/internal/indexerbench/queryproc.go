@@ -50,20 +50,13 @@ func ServeQueryClient(in io.Reader, out io.Writer) error {
 		_, _ = io.Copy(io.Discard, io.MultiReader(dec.Buffered(), in))
 		stop()
 	}()
-	if err := WarmUp(ctx, job.URL, job.Queries[0]); err != nil {
+	if err := job.warmUp(ctx); err != nil {
 		return err
-	}
-	if job.FloorURL != "" {
-		if err := WarmUp(ctx, job.FloorURL, job.Queries[0]); err != nil {
-			return fmt.Errorf("floor: %w", err)
-		}
 	}
 	if _, err := fmt.Fprintln(out, queryClientReady); err != nil {
 		return err
 	}
-	var res queryResult
-	res.Query, res.Floor = driveWithFloor(ctx, job.URL, job.FloorURL, job.Queries, job.Rate)
-	return json.NewEncoder(out).Encode(res)
+	return json.NewEncoder(out).Encode(job.drive(ctx))
 }
 
 // queryProcess is a running query client process.

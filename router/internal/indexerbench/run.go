@@ -68,28 +68,20 @@ func Run(ctx context.Context, t *Target, pubs *Publishers, st *Stream, cfg RunCo
 	defer cancel()
 	queryCtx, stopQueries := context.WithCancel(runCtx)
 	queried := make(chan queryResult, 1)
+	job := queryJob{URL: t.URL, FloorURL: cfg.FloorURL, Rate: cfg.QueryRate, Queries: cfg.Queries}
 	var qproc *queryProcess
 	if len(cfg.QueryClient) > 0 {
-		qproc, err = startQueryProcess(cfg.QueryClient, queryJob{URL: t.URL, FloorURL: cfg.FloorURL, Rate: cfg.QueryRate, Queries: cfg.Queries})
+		qproc, err = startQueryProcess(cfg.QueryClient, job)
 		if err != nil {
 			stopQueries()
 			return res, err
 		}
 	} else {
-		for _, url := range []string{t.URL, cfg.FloorURL} {
-			if url == "" {
-				continue
-			}
-			if err := WarmUp(runCtx, url, cfg.Queries[0]); err != nil {
-				stopQueries()
-				return res, fmt.Errorf("%s: %w", t.Name, err)
-			}
+		if err := job.warmUp(runCtx); err != nil {
+			stopQueries()
+			return res, fmt.Errorf("%s: %w", t.Name, err)
 		}
-		go func() {
-			var r queryResult
-			r.Query, r.Floor = driveWithFloor(queryCtx, t.URL, cfg.FloorURL, cfg.Queries, cfg.QueryRate)
-			queried <- r
-		}()
+		go func() { queried <- job.drive(queryCtx) }()
 	}
 	start := time.Now()
 	published := make(chan error, 1)
