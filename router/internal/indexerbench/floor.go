@@ -120,3 +120,46 @@ func (j queryJob) drive(ctx context.Context) queryResult {
 	wg.Wait()
 	return res
 }
+
+// IdleFloor asks the floor server alone at rate for d, with no stream
+// and no indexer running: what this machine adds to a query's latency
+// when nothing else asks for its cores. From queryClient's process when
+// it is set (as Run does), else from a goroutine of this one. The
+// harness measures it before its first run and after its last; on the
+// README's two-core virtual machine its longest answer was above 5 ms in
+// some of those windows and not in others.
+func IdleFloor(ctx context.Context, floorURL string, queryClient []string, qs []Query, rate float64, d time.Duration) (QueryStats, error) {
+	job := queryJob{URL: floorURL, Rate: rate, Queries: qs}
+	if len(queryClient) == 0 {
+		if err := job.warmUp(ctx); err != nil {
+			return QueryStats{}, fmt.Errorf("idle floor: %w", err)
+		}
+		ctx, cancel := context.WithTimeout(ctx, d)
+		defer cancel()
+		return job.drive(ctx).Query, nil
+	}
+	qp, err := startQueryProcess(queryClient, job)
+	if err != nil {
+		return QueryStats{}, fmt.Errorf("idle floor: %w", err)
+	}
+	select {
+	case <-ctx.Done():
+	case <-time.After(d):
+	}
+	qr, err := qp.finish()
+	if err != nil {
+		return QueryStats{}, fmt.Errorf("idle floor: %w", err)
+	}
+	return qr.Query, nil
+}
+
+// IdleFloorLine describes the idle floor windows (IdleFloor) for the
+// report, beside the targets.
+func IdleFloorLine(windows []QueryStats, d time.Duration) string {
+	parts := make([]string, len(windows))
+	for i, w := range windows {
+		parts[i] = fmt.Sprintf("longest %.1f ms, p99 %.2f ms", ms(w.Max), ms(w.P99))
+	}
+	return fmt.Sprintf("the floor server alone, nothing else running (%d windows of %s at the query rate, before the first run and after the last): %s",
+		len(windows), d, strings.Join(parts, "; "))
+}

@@ -4,8 +4,10 @@ import (
 	"bufio"
 	"encoding/json"
 	"io"
+	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -86,4 +88,51 @@ func TestQueryClientAsksTheFloorBesideTheIndexer(t *testing.T) {
 			assert.InDelta(t, res.Query.Sent, res.Floor.Sent, 2)
 		})
 	}
+}
+
+// The idle floor asks the floor server alone at the query rate for the
+// window, from the query process or from this one.
+func TestIdleFloorAsksTheFloorAloneForTheWindow(t *testing.T) {
+	var asked atomic.Int64
+	floor := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		asked.Add(1)
+		FloorHandler().ServeHTTP(w, r)
+	}))
+	t.Cleanup(floor.Close)
+	q := Query{Body: []byte(`{"token_ids":[1,2,3]}`), BlockSize: 16}
+
+	cases := []struct {
+		name   string
+		client func(t *testing.T) []string
+	}{
+		{"query process", queryClientArgv},
+		{"in process", func(*testing.T) []string { return nil }},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			asked.Store(0)
+			st, err := IdleFloor(t.Context(), floor.URL, tc.client(t), []Query{q}, 100, 500*time.Millisecond)
+			require.NoError(t, err)
+			assert.Zero(t, st.Failed)
+			// 100/s for 0.5 s: about 50, fewer on a slow machine, never
+			// many more (no catch-up bursts).
+			assert.InDelta(t, 45, st.Sent, 25)
+			assert.Positive(t, st.Max)
+			assert.GreaterOrEqual(t, st.Max, st.P99)
+			assert.Equal(t, int64(st.Sent)+1, asked.Load(), "the window's queries and one warm-up, all to the floor")
+		})
+	}
+}
+
+func TestIdleFloorFailsWithoutAFloor(t *testing.T) {
+	_, err := IdleFloor(t.Context(), "http://127.0.0.1:1", nil, []Query{{Body: []byte(`{}`), BlockSize: 16}}, 100, 100*time.Millisecond)
+	assert.ErrorContains(t, err, "idle floor")
+}
+
+func TestIdleFloorLineGivesEveryWindow(t *testing.T) {
+	line := IdleFloorLine([]QueryStats{
+		{Max: 14200 * time.Microsecond, P99: 6100 * time.Microsecond},
+		{Max: 1500 * time.Microsecond, P99: 700 * time.Microsecond},
+	}, 10*time.Second)
+	assert.Equal(t, "the floor server alone, nothing else running (2 windows of 10s at the query rate, before the first run and after the last): longest 14.2 ms, p99 6.10 ms; longest 1.5 ms, p99 0.70 ms", line)
 }

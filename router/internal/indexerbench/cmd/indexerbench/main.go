@@ -55,6 +55,7 @@ func run() error {
 	logDir := flag.String("logs", os.TempDir(), "directory for the indexers' logs")
 	inProcess := flag.Bool("queries-in-process", false, "send the queries from the harness's own process (a goroutine beside the publishers, whose burst delays the client's reads) instead of a query process")
 	floor := flag.Bool("floor", true, "also ask an HTTP server that does no work (a process of its own) at the query rate during each stream: the machine's floor under a query's latency")
+	idleFloor := flag.Duration("idle-floor", 10*time.Second, "with -floor, also ask the floor server alone for this long before the first run and after the last, nothing else running (0: not)")
 	flag.Parse()
 	self, err := os.Executable()
 	if err != nil {
@@ -102,6 +103,20 @@ func run() error {
 
 	ctx := context.Background()
 	var cells []ib.Cell
+	var idle []ib.QueryStats
+	measureIdle := func(qs []ib.Query) error {
+		if floorURL == "" || *idleFloor <= 0 {
+			return nil
+		}
+		st, err := ib.IdleFloor(ctx, floorURL, queryClient, qs, *qps, *idleFloor)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(os.Stderr, "idle floor: p50 %.2f p99 %.2f max %.1f ms %.0f/s\n", ms(st.P50), ms(st.P99), ms(st.Max), st.Rate)
+		idle = append(idle, st)
+		return nil
+	}
+	var lastQueries []ib.Query
 	started := time.Now()
 	for _, size := range sizes {
 		for _, n := range engineCounts {
@@ -113,6 +128,12 @@ func run() error {
 			qs := st.Queries(*queries)
 			fmt.Fprintf(os.Stderr, "stream: %d engines, %d prompts, %d blocks stored, %d removed, %d MiB encoded (%.1f s)\n",
 				n, len(st.Prompts), st.Stored, st.Removed, st.Bytes>>20, time.Since(t0).Seconds())
+			if lastQueries == nil {
+				if err := measureIdle(qs); err != nil {
+					return err
+				}
+			}
+			lastQueries = qs
 			for _, rate := range rateList {
 				cell := ib.Cell{Engines: n, Blocks: size, Rate: rate}
 				for r := range *runs {
@@ -141,6 +162,11 @@ func run() error {
 			}
 		}
 	}
+	if lastQueries != nil {
+		if err := measureIdle(lastQueries); err != nil {
+			return err
+		}
+	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "Medians of %d runs a side (alternating), %.0f queries/s during the stream; ratios kvrouter / Dynamo of the medians (%s in all).\n\n",
 		*runs, *qps, time.Since(started).Round(time.Second))
@@ -150,6 +176,9 @@ func run() error {
 	b.WriteString("\n")
 	for _, line := range ib.Targets(cells) {
 		b.WriteString("- " + line + "\n")
+	}
+	if len(idle) > 0 {
+		b.WriteString("- " + ib.IdleFloorLine(idle, *idleFloor) + "\n")
 	}
 	fmt.Print(b.String())
 	if *out != "" {
