@@ -129,7 +129,7 @@ func (x *Indexer) eventRank(id uint64, dpRank uint32, fromStream bool) (*worker,
 		return w, nil, rankRangeError(id, w, dpRank)
 	}
 	r = newRank(core.Worker{ID: id, DPRank: dpRank}, x.opts.Now())
-	w.addRankLocked(r)
+	x.addRankLocked(w, r)
 	return w, r, nil
 }
 

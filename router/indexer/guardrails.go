@@ -30,7 +30,8 @@ func (a *applier) outcome(kind EventKind, err error) {
 	// A rank whose own ids are verified deterministic is not quarantined
 	// for what a healthy engine's events also produce; the verifier checks
 	// every root store it sends, so a restart with unstable ids is still
-	// caught by its own verdict. Such violations stay counted and logged.
+	// caught by its own verdict. Such violations stay counted; the copies
+	// among them are logged at DEBUG (violationlog.go).
 	if r.vs.verdict == VerdictVerified && onlyKinds(err, verifiedRankKinds...) {
 		return
 	}

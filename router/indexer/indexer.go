@@ -27,8 +27,10 @@ import (
 type Indexer struct {
 	opts Options
 	// violationLog is the core indexes' logger: Options.Logger with each
-	// rank's violation records limited (violationlog.go).
+	// rank's violation records limited (violationlog.go); violations is
+	// its handler, which knows each rank's verified candidate.
 	violationLog *slog.Logger
+	violations   *violationLimiter
 
 	mu      sync.RWMutex
 	workers map[uint64]*worker
@@ -105,8 +107,10 @@ type worker struct {
 	sorted  []*rank                   // the same ranks by rank number; guarded by Indexer.mu
 }
 
-// addRankLocked adds a rank, keeping sorted in order.
-func (w *worker) addRankLocked(r *rank) {
+// addRankLocked adds a rank to w, keeping sorted in order. The caller
+// holds x.mu.
+func (x *Indexer) addRankLocked(w *worker, r *rank) {
+	x.violations.track(r)
 	w.ranks[r.w.DPRank] = r
 	i, _ := slices.BinarySearchFunc(w.sorted, r.w.DPRank, func(a *rank, n uint32) int { return cmp.Compare(a.w.DPRank, n) })
 	w.sorted = slices.Insert(w.sorted, i, r)
@@ -122,7 +126,8 @@ func New(opts Options) (*Indexer, error) {
 	// index of the fleet runs in the same one.
 	o.Mode = core.NewIndex(core.IndexOptions{Mode: o.Mode}).Mode()
 	x := &Indexer{opts: o, workers: map[uint64]*worker{}, indexes: map[ModelKey]*core.Index{}, members: map[ModelKey][]*worker{}}
-	x.violationLog = slog.New(newViolationLimiter(o.Logger.Handler(), o.Now))
+	x.violations = newViolationLimiter(o.Logger.Handler(), o.Now)
+	x.violationLog = slog.New(x.violations)
 	return x, nil
 }
 
@@ -200,7 +205,7 @@ func (x *Indexer) ensureRanksLocked(w *worker) {
 		if _, ok := w.ranks[r]; !ok {
 			nr := newRank(core.Worker{ID: w.spec.WorkerID, DPRank: r}, x.opts.Now())
 			nr.awaiting.Store(x.opts.AwaitConnect && w.spec.Endpoint != "")
-			w.addRankLocked(nr)
+			x.addRankLocked(w, nr)
 		}
 	}
 }
@@ -229,7 +234,7 @@ func (x *Indexer) RemoveWorker(id uint64) bool {
 func (x *Indexer) removeLocked(w *worker) {
 	delete(x.workers, w.spec.WorkerID)
 	for _, r := range w.sorted {
-		r.retire()
+		x.retireLocked(r)
 	}
 	w.index.RemoveWorker(w.spec.WorkerID)
 	m := slices.DeleteFunc(slices.Clone(x.members[w.key]), func(o *worker) bool { return o == w })
@@ -258,7 +263,7 @@ func (x *Indexer) removeRankLocked(w *worker, dpRank uint32) bool {
 	}
 	delete(w.ranks, dpRank)
 	w.sorted = slices.DeleteFunc(slices.Clone(w.sorted), func(o *rank) bool { return o == r })
-	r.retire()
+	x.retireLocked(r)
 	w.index.ClearWorker(r.w)
 	return true
 }
@@ -381,7 +386,7 @@ func (x *Indexer) rankFor(id uint64, dpRank uint32) (*worker, *rank) {
 	}
 	if r = w.ranks[dpRank]; r == nil {
 		r = newRank(core.Worker{ID: id, DPRank: dpRank}, x.opts.Now())
-		w.addRankLocked(r)
+		x.addRankLocked(w, r)
 	}
 	return w, r
 }

@@ -73,13 +73,14 @@ func newRank(w core.Worker, now time.Time) *rank {
 	return r
 }
 
-// retire marks a removed rank. The caller holds Indexer.mu (lock order:
+// retireLocked marks a removed rank. The caller holds x.mu (lock order:
 // Indexer.mu, then a rank's mu) and clears the rank's blocks after it, so
 // no event of the rank applies in between.
-func (r *rank) retire() {
+func (x *Indexer) retireLocked(r *rank) {
 	r.mu.Lock()
 	r.gone = true
 	r.mu.Unlock()
+	x.violations.untrack(r)
 }
 
 func (r *rank) State() State { return State(r.state.Load()) }
