@@ -17,9 +17,9 @@ import (
 // Create one with NewIndex (the zero value is not usable). An Index is
 // safe for concurrent use: FindMatches, AppendMatches, Dump, Workers and
 // Stats take a read lock and run in parallel with each other; the Apply
-// family, the clears and RemoveWorker take the write lock, a long event a
-// section of blocks at a time, so a match never waits behind a whole
-// prompt's store. Decode events
+// family, the clears and RemoveWorker take the write lock, a long event or
+// a large clear a section of blocks at a time, so a match never waits
+// behind a whole prompt's store or a whole rank's clear. Decode events
 // (DecodeEvent) and hash prompts before calling in, outside any lock.
 // docs/index.md describes the model and its measurements.
 type Index struct {
@@ -34,6 +34,9 @@ type Index struct {
 	// (false): what is timed between is the hold itself, without what the
 	// writer does outside the lock.
 	holdProbe func(held bool)
+	// clearing: the ranks a clear is releasing a section at a time
+	// (index_clear.go), each with the channel closed when it ends.
+	clearing map[Worker]chan struct{}
 	// scratch memory for AppendMatches, one slot per concurrent reader.
 	scratch scratchSlots
 }
@@ -130,16 +133,16 @@ func (x *Index) ApplyStored(w Worker, eventID uint64, parentHash *uint64, blocks
 	var r report
 	r.begin(w, eventID, x.Mode())
 	if h, bad := selfReference(parentHash, blocks); bad {
-		x.mu.Lock()
+		x.lockWriteFor(w)
 		x.t.rejectSelfReference(w, h, &r)
-		x.mu.Unlock()
+		x.unlockWrite()
 		return x.finish(&r)
 	}
 	section := x.section()
 	for i := 0; ; {
 		end := min(len(blocks), i+section)
 		spare := x.t.pool.makeSpare(len(blocks) - i) // before the lock: see blockPool.spare
-		x.lockWrite()
+		x.lockWriteFor(w)
 		x.t.pool.holdSpare(spare, x.t.poolLimit())
 		ok := x.t.stored(w, eventID, parentHash, blocks[i:end], len(blocks)-end, i > 0, &r)
 		x.unlockWrite()
@@ -190,7 +193,7 @@ func (x *Index) ApplyRemoved(w Worker, eventID uint64, blockHashes []uint64) err
 	r.begin(w, eventID, x.Mode())
 	section := x.section()
 	for i := 0; i < len(blockHashes) || i == 0; i += section {
-		x.lockWrite()
+		x.lockWriteFor(w)
 		x.t.removed(w, eventID, blockHashes[i:min(len(blockHashes), i+section)], &r)
 		x.unlockWrite()
 	}
@@ -199,26 +202,46 @@ func (x *Index) ApplyRemoved(w Worker, eventID uint64, blockHashes []uint64) err
 
 // ClearWorker drops every block of one rank (the "cleared" event). The
 // rank stays known, and is no longer unstable.
-func (x *Index) ClearWorker(w Worker) {
-	x.mu.Lock()
-	x.t.clearWorker(w)
-	x.mu.Unlock()
-}
+//
+// A rank holding many blocks is cleared a section at a time, the write
+// lock released in between (index_clear.go): a match meanwhile sees the
+// rank with part of its blocks, and the rank's own mutations wait for the
+// clear to end.
+func (x *Index) ClearWorker(w Worker) { x.clearRank(w) }
 
 // ClearAllBlocks drops every block of every rank of a worker; the ranks
-// stay known, and are no longer unstable.
+// stay known, and are no longer unstable. Each rank is cleared as by
+// ClearWorker.
 func (x *Index) ClearAllBlocks(workerID uint64) {
-	x.mu.Lock()
-	x.t.clearAll(workerID)
-	x.mu.Unlock()
+	for _, w := range x.ranksOf(workerID) {
+		x.clearRank(w)
+	}
+	x.lockWriteForID(workerID)
+	x.t.clearAll(workerID) // a rank that came meanwhile
+	x.unlockWrite()
 }
 
 // RemoveWorker makes every rank of a worker leave the index, with its
-// blocks and its per-worker stats (the totals keep its violations).
+// blocks and its per-worker stats (the totals keep its violations). The
+// blocks are released as by ClearWorker, then the ranks leave at once.
 func (x *Index) RemoveWorker(workerID uint64) {
-	x.mu.Lock()
+	for _, w := range x.ranksOf(workerID) {
+		x.clearRank(w)
+	}
+	x.lockWriteForID(workerID)
 	x.t.removeWorker(workerID)
-	x.mu.Unlock()
+	x.unlockWrite()
+}
+
+// ranksOf returns the known ranks of worker id.
+func (x *Index) ranksOf(id uint64) []Worker {
+	x.mu.RLock()
+	defer x.mu.RUnlock()
+	var out []Worker
+	for _, wi := range x.t.ranks(id) {
+		out = append(out, x.t.workers[wi].w)
+	}
+	return out
 }
 
 // Match is one worker's result of a prefix match.

@@ -747,3 +747,29 @@ func (m *nameTable) reset() {
 	*m = nameTable{halves: m.halves, shift: m.shift}
 	m.growthLeft = m.capacity(len(m.halves))
 }
+
+// appendNamesAt appends the names and blocks of the entries in n halves
+// of the table from position at (old's halves first, then the table's)
+// to dst, and returns dst, the next position, and whether the table's end
+// was reached. The table must not change between calls.
+func (m *nameTable) appendNamesAt(dst []clearName, ks nameKeys, at, n int) ([]clearName, int, bool) {
+	var oldHalves []nameHalf
+	if m.old != nil {
+		oldHalves = m.old.halves
+	}
+	total := len(oldHalves) + len(m.halves)
+	end := min(total, at+n)
+	for i := at; i < end; i++ {
+		var hf *nameHalf
+		if i < len(oldHalves) {
+			hf = &oldHalves[i]
+		} else {
+			hf = &m.halves[i-len(oldHalves)]
+		}
+		for c := hf.ctrl & slotsMSB; c != 0; c &= c - 1 {
+			v := hf.slots[firstByte(c)]
+			dst = append(dst, clearName{name: ks.of(v), b: blockRef(v &^ (slotAliased | slotMeta))})
+		}
+	}
+	return dst, end, end == total
+}

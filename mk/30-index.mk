@@ -15,3 +15,4 @@ bench-index:
 	  ./core/internal/indexbench $(if $(INDEX_TRACE),-args -tracefile $(INDEX_TRACE))
 	$(GO) test -run '^$$' -bench '^Benchmark(FindMatches|FindMatchesParallel|Apply|DecodeEvent)$$' \
 	  -benchtime 1s -count 1 ./core
+	$(GO) test -run '^$$' -bench '^BenchmarkClearWhileMatching$$' -benchtime 3x -count 1 ./core

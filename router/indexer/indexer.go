@@ -32,6 +32,8 @@ type Indexer struct {
 	violationLog *slog.Logger
 	violations   *violationLimiter
 
+	// regMu serializes the registry changes that drop blocks (preclear.go).
+	regMu   sync.Mutex
 	mu      sync.RWMutex
 	workers map[uint64]*worker
 	indexes map[ModelKey]*core.Index
@@ -169,6 +171,11 @@ func (x *Indexer) addWorker(spec WorkerSpec, update bool) (bool, error) {
 	if err != nil {
 		return false, fmt.Errorf("%w: worker %d: %w", ErrInvalidWorker, spec.WorkerID, err)
 	}
+	if update {
+		x.regMu.Lock()
+		defer x.regMu.Unlock()
+		preClear(x.updateDropping(spec, key))
+	}
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	if old, ok := x.workers[spec.WorkerID]; ok {
@@ -222,6 +229,9 @@ func (x *Indexer) indexLocked(key ModelKey) *core.Index {
 // RemoveWorker removes a worker and its blocks; it reports whether the
 // worker was known. An index left without workers is dropped.
 func (x *Indexer) RemoveWorker(id uint64) bool {
+	x.regMu.Lock()
+	defer x.regMu.Unlock()
+	preClear(x.workerDropping(id))
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	w, ok := x.workers[id]
@@ -250,6 +260,9 @@ func (x *Indexer) removeLocked(w *worker) {
 // whether the rank was known. The worker keeps its other ranks (and its
 // dp_size: a later event of that rank brings it back).
 func (x *Indexer) RemoveRank(id uint64, dpRank uint32) bool {
+	x.regMu.Lock()
+	defer x.regMu.Unlock()
+	preClear(x.rankDropping(id, dpRank))
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	w, ok := x.workers[id]
