@@ -29,6 +29,14 @@ import (
 // nothing are written as a "cleared" event so that they stay known.
 func (t *tree) dump() []RouterEvent {
 	d := dumper{t: t, bridges: map[aliasKey]uint64{}, bridgeRefs: map[uint32][]bridgeRef{}, taken: map[uint32]map[uint64]struct{}{}}
+	// One event a pair (and a few more): made at its size, not grown by
+	// appends, which copied it whole at each doubling (a quarter of a
+	// dump's time).
+	pairs := 0
+	for _, wi := range t.order {
+		pairs += int(t.workers[wi].blocks())
+	}
+	d.out = make([]RouterEvent, 0, pairs+len(t.order))
 	for _, wi := range t.order {
 		if t.workers[wi].blocks() == 0 {
 			d.emit(wi, Event{Kind: EventCleared})
@@ -54,6 +62,11 @@ func (t *tree) dump() []RouterEvent {
 type dumper struct {
 	t   *tree
 	out []RouterEvent
+	// blockArena and nameArena are where the events' blocks and parent
+	// names are carved from, a chunk at a time: an allocation each would
+	// cost a dump of millions of pairs as much as the rest of it.
+	blockArena []StoredBlock
+	nameArena  []uint64
 	// local hash of the temporary root child standing in for a detached
 	// top's dropped parent, and the name its bridges try first
 	tmpLocal, tmpWant uint64
@@ -204,7 +217,7 @@ func (d *dumper) reach(wi uint32, from blockRef) (*uint64, []StoredBlock) {
 	var parent *uint64
 	for a := from; a != rootRef; a = t.parentOf(a) {
 		if h, ok := d.bridges[aliasKey{a, wi}]; ok {
-			parent = &h
+			parent = d.nameOf(h)
 			break
 		}
 		if a == noRef {
@@ -212,13 +225,12 @@ func (d *dumper) reach(wi uint32, from blockRef) (*uint64, []StoredBlock) {
 			break
 		}
 		if t.holds(a, wi) && !t.isGhost(wi, a) {
-			h := t.name(a, wi)
-			parent = &h
+			parent = d.nameOf(t.name(a, wi))
 			break
 		}
 		d.path = append(d.path, a)
 	}
-	blocks := make([]StoredBlock, 0, len(d.path)+1)
+	blocks := d.blocksFor(len(d.path) + 1)
 	for i := len(d.path) - 1; i >= 0; i-- {
 		a := d.path[i]
 		local, want := d.tmpLocal, d.tmpWant
@@ -231,6 +243,33 @@ func (d *dumper) reach(wi uint32, from blockRef) (*uint64, []StoredBlock) {
 		blocks = append(blocks, StoredBlock{BlockHash: h, TokensHash: local})
 	}
 	return parent, blocks
+}
+
+// dumpArenaChunk is how many blocks or names a dump's arenas get at a
+// time.
+const dumpArenaChunk = 4096
+
+// blocksFor returns an empty slice with room for n blocks, carved from
+// the block arena (its capacity is n: an append past it copies).
+func (d *dumper) blocksFor(n int) []StoredBlock {
+	if n > dumpArenaChunk/4 {
+		return make([]StoredBlock, 0, n)
+	}
+	if len(d.blockArena)+n > cap(d.blockArena) {
+		d.blockArena = make([]StoredBlock, 0, dumpArenaChunk)
+	}
+	i := len(d.blockArena)
+	d.blockArena = d.blockArena[:i+n]
+	return d.blockArena[i : i : i+n]
+}
+
+// nameOf returns a pointer to h, carved from the name arena.
+func (d *dumper) nameOf(h uint64) *uint64 {
+	if len(d.nameArena) == cap(d.nameArena) {
+		d.nameArena = make([]uint64, 0, dumpArenaChunk)
+	}
+	d.nameArena = append(d.nameArena, h)
+	return &d.nameArena[len(d.nameArena)-1]
 }
 
 // tempName picks a name for wi that names none of its blocks and is none
