@@ -52,8 +52,15 @@ func FuzzApply(f *testing.F) {
 	f.Add([]byte{0x10, 0x21, 0x30, 0x44, 0x50, 0x60, 0x12, 0x22, 0x31, 0x41, 0x03, 0x13, 0x23})
 	f.Add([]byte("stored removed cleared and a few more bytes to read as operations"))
 	f.Fuzz(func(t *testing.T, data []byte) {
-		for _, mode := range []Mode{ModeWarn, ModeEnforce} {
+		// Sections of one block put a clear of more than four names on
+		// its sectioned path (index_clear.go) too.
+		for _, cfg := range []struct {
+			mode    Mode
+			section int
+		}{{ModeWarn, 0}, {ModeEnforce, 0}, {ModeWarn, 1}} {
+			mode := cfg.mode
 			x := NewIndex(IndexOptions{Mode: mode})
+			x.writeSection = cfg.section
 			m := newModel()
 			m.enforce = mode == ModeEnforce
 			r := byteReader{data: data}
