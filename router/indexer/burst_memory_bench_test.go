@@ -35,7 +35,8 @@ import (
 //
 // KVHASH_INGEST_PAIRS sets the stored blocks in all (default 2M; the
 // issue's figures were for 5.9M); KVHASH_QUEUE_BYTES sets the per-source
-// ingest queue bound (ingest.Options.QueueBytes).
+// ingest queue bound (ingest.Options.QueueBytes), KVHASH_QUEUE_BUDGET the
+// bound on all of them (ingest.Options.QueueBudget).
 func BenchmarkIngestMemory(b *testing.B) {
 	for _, tc := range []struct {
 		name  string
@@ -85,6 +86,9 @@ func ingestMemory(b *testing.B, paced int) {
 	opts := ingest.Options{Handler: counter}
 	if v := os.Getenv("KVHASH_QUEUE_BYTES"); v != "" {
 		opts.QueueBytes, _ = strconv.Atoi(v)
+	}
+	if v := os.Getenv("KVHASH_QUEUE_BUDGET"); v != "" {
+		opts.QueueBudget, _ = strconv.Atoi(v)
 	}
 	s, err := ingest.New(opts)
 	if err != nil {

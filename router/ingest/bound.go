@@ -132,6 +132,7 @@ func (s *Subscriber) boundStream(be *boundEndpoint, topic string) *stream {
 	}
 	st := s.newStream(src, replay)
 	s.streams[keyOf(src)] = st
+	s.shareQueuesLocked()
 	st.inbox <- item{kind: itemConnected} // a fresh queue: never blocks
 	st.start()
 	return st

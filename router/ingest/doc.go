@@ -39,7 +39,9 @@
 // # Queueing
 //
 // Each Source has a bounded queue (Options.QueueLen messages, of
-// Options.QueueBytes at most) between the socket's reader and the Handler.
+// Options.QueueBytes at most, and of its share of Options.QueueBudget,
+// the bound on all queues together) between the socket's reader and the
+// Handler.
 // A slow Handler fills it; the reader then waits
 // (Stats.QueueWaits) rather than drop anything, which backs up into
 // zmq4's small per-connection buffer and TCP, and finally into the

@@ -126,12 +126,12 @@ func (st *stream) enqueue(it item, link *cpugate.Link) error {
 
 // reserve counts n more bytes queued, waiting (counted, like a full
 // queue) while the queue holds other messages and n would take it past
-// Options.QueueBytes.
+// the source's share of the budget (Subscriber.queueShare).
 func (st *stream) reserve(n int64, link *cpugate.Link) error {
 	waited := false
 	for {
 		q := st.queued.Load()
-		if q == 0 || q+n <= int64(st.sub.opts.QueueBytes) {
+		if q == 0 || q+n <= st.sub.queueShare.Load() {
 			if st.queued.CompareAndSwap(q, q+n) {
 				return nil
 			}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/kvhash/kvhash/router/internal/cpugate"
@@ -31,6 +32,15 @@ type Options struct {
 	// source, hundreds of megabytes across tens of engines. A message
 	// larger than it is queued alone.
 	QueueBytes int
+	// QueueBudget bounds all sources' queued bytes together (default 8
+	// MiB): each source's bound is QueueBudget shared among the sources,
+	// between 256 KiB and QueueBytes, so that four engines keep 2 MiB
+	// queues and 32 keep 256 KiB ones. Each source still has a queue of
+	// its own (a slow one fills only its own). In a 32-engine burst the
+	// 2 MiB queues were a quarter of kvrouter's peak RSS (266 MiB against
+	// 198 MiB shared, at the same ingest rate;
+	// docs/guides/indexer-benchmark.md).
+	QueueBudget int
 	// MaxReplayBatches caps how many batches one replay may return (the
 	// engine's buffer_steps; default 100,000): a bound on memory.
 	MaxReplayBatches int
@@ -73,6 +83,9 @@ func (o *Options) setDefaults() {
 	if o.QueueBytes <= 0 {
 		o.QueueBytes = 2 << 20
 	}
+	if o.QueueBudget <= 0 {
+		o.QueueBudget = 8 << 20
+	}
 	if o.MaxReplayBatches <= 0 {
 		o.MaxReplayBatches = 100_000
 	}
@@ -109,8 +122,11 @@ type Subscriber struct {
 
 	mu      sync.Mutex
 	streams map[sourceKey]*stream
-	bound   *boundEndpoint
-	closed  bool
+	// queueShare is each source's bound on its queued bytes
+	// (Options.QueueBudget over the sources).
+	queueShare atomic.Int64
+	bound      *boundEndpoint
+	closed     bool
 
 	zcap *zmqcap.Cap // every socket's cap on a peer's message
 	// gate holds a token for each batch being decoded and handled and
@@ -192,6 +208,7 @@ func (s *Subscriber) Subscribe(sub Subscription) ([]Source, error) {
 			st.resumeFrom(after + 1)
 		}
 		s.streams[keyOf(p.src)] = st
+		s.shareQueuesLocked()
 		st.start()
 		st.wg.Add(1)
 		go s.dialLoop(st)
@@ -211,6 +228,7 @@ func (s *Subscriber) Unsubscribe(model string, workerID uint64) int {
 			delete(s.streams, k)
 		}
 	}
+	s.shareQueuesLocked()
 	s.mu.Unlock()
 	for _, st := range stopped {
 		st.stop()
@@ -280,4 +298,15 @@ func sleep(ctx context.Context, d time.Duration) bool {
 	case <-t.C:
 		return true
 	}
+}
+
+// minQueueShare is the least QueueBudget leaves a source (QueueBytes
+// permitting): a 37.5 KiB batch of 512 blocks a few times over.
+const minQueueShare = 256 << 10
+
+// shareQueuesLocked sets each source's queue bound (Options.QueueBudget
+// shared among the sources), as sources come and go.
+func (s *Subscriber) shareQueuesLocked() {
+	share := s.opts.QueueBudget / max(1, len(s.streams))
+	s.queueShare.Store(int64(min(s.opts.QueueBytes, max(minQueueShare, share))))
 }

@@ -448,3 +448,33 @@ func TestGatedReadersGiveBackTheirTokensWhileTheirQueueIsFull(t *testing.T) {
 		})
 	}
 }
+
+// Each source's queue bound is the budget shared among the sources,
+// between 256 KiB and QueueBytes, following the sources as they come and
+// go.
+func TestQueueBudgetIsSharedAmongSources(t *testing.T) {
+	s, err := New(Options{Handler: newRecorder(), QueueBudget: 2 << 20, ReconnectMin: time.Hour})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = s.Close() })
+	port := enginetest.FreePorts(t, 1) // nothing listens: the sources keep dialling
+	for _, tc := range []struct{ sources, share int }{
+		{1, 2 << 20}, {2, 1 << 20}, {4, 512 << 10}, {8, 256 << 10}, {16, 256 << 10},
+	} {
+		for id := len(s.Sources()); id < tc.sources; id++ {
+			_, err := s.Subscribe(Subscription{Model: "m", WorkerID: uint64(id), Endpoint: enginetest.TCP(port)})
+			require.NoError(t, err)
+		}
+		assert.Equal(t, int64(tc.share), s.queueShare.Load(), "%d sources", tc.sources)
+	}
+	for id := 15; id >= 2; id-- {
+		require.Equal(t, 1, s.Unsubscribe("m", uint64(id)))
+	}
+	assert.Equal(t, int64(1<<20), s.queueShare.Load(), "back to 2 sources")
+
+	small, err := New(Options{Handler: newRecorder(), QueueBytes: 1, ReconnectMin: time.Hour})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = small.Close() })
+	_, err = small.Subscribe(Subscription{Model: "m", WorkerID: 1, Endpoint: enginetest.TCP(port)})
+	require.NoError(t, err)
+	assert.Equal(t, int64(1), small.queueShare.Load(), "QueueBytes below the floor still bounds")
+}
