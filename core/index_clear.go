@@ -35,14 +35,8 @@ type clearName struct {
 // lockWriteFor takes the write lock once no clear of w is running.
 func (x *Index) lockWriteFor(w Worker) {
 	x.mu.Lock()
-	for {
-		done, busy := x.clearing[w]
-		if !busy {
-			break
-		}
-		x.mu.Unlock()
-		<-done
-		x.mu.Lock()
+	if len(x.clearing) > 0 {
+		x.waitClearsLocked(func() chan struct{} { return x.clearing[w] })
 	}
 	if x.holdProbe != nil {
 		x.holdProbe(true)
@@ -53,23 +47,26 @@ func (x *Index) lockWriteFor(w Worker) {
 // is running.
 func (x *Index) lockWriteForID(id uint64) {
 	x.mu.Lock()
-	for {
-		var done chan struct{}
-		for w, ch := range x.clearing {
+	x.waitClearsLocked(func() chan struct{} {
+		for w, done := range x.clearing {
 			if w.ID == id {
-				done = ch
-				break
+				return done
 			}
 		}
-		if done == nil {
-			break
-		}
+		return nil
+	})
+	if x.holdProbe != nil {
+		x.holdProbe(true)
+	}
+}
+
+// waitClearsLocked waits, the write lock let go meanwhile, for each clear
+// that running (called under the lock) returns, until it returns none.
+func (x *Index) waitClearsLocked(running func() chan struct{}) {
+	for done := running(); done != nil; done = running() {
 		x.mu.Unlock()
 		<-done
 		x.mu.Lock()
-	}
-	if x.holdProbe != nil {
-		x.holdProbe(true)
 	}
 }
 

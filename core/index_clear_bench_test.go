@@ -77,17 +77,8 @@ func clearWhileMatching(b *testing.B, oneHold bool) {
 
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
-	var holds, cpuHolds []int64
-	var c0 int64
-	var t0 time.Time
-	x.holdProbe = func(held bool) {
-		if held {
-			c0, t0 = threadCPU(), time.Now()
-			return
-		}
-		holds = append(holds, time.Since(t0).Nanoseconds())
-		cpuHolds = append(cpuHolds, threadCPU()-c0)
-	}
+	ht := newHoldTimes(1 << 12)
+	x.holdProbe = ht.probe
 	b.StartTimer()
 	start := time.Now()
 	x.ClearWorker(Worker{ID: 0})
@@ -100,8 +91,8 @@ func clearWhileMatching(b *testing.B, oneHold bool) {
 	if n := x.WorkerBlocks(Worker{ID: 0}); n != 0 {
 		b.Fatal(fmt.Sprintf("the cleared rank holds %d blocks", n))
 	}
-	b.ReportMetric(float64(slices.Max(holds))/1e3, "hold-max-us")
-	b.ReportMetric(float64(slices.Max(cpuHolds))/1e3, "hold-cpu-max-us")
+	b.ReportMetric(float64(slices.Max(ht.wall))/1e3, "hold-max-us")
+	b.ReportMetric(float64(slices.Max(ht.cpu))/1e3, "hold-cpu-max-us")
 	b.ReportMetric(float64(slices.Max(lat))/1e3, "match-max-us")
 	b.ReportMetric(float64(elapsed.Microseconds())/1e3, "clear-ms")
 	b.StartTimer()

@@ -91,21 +91,8 @@ func growWhileMatching(b *testing.B, pairs int) {
 
 	runtime.LockOSThread() // threadCPU reads this thread's time
 	defer runtime.UnlockOSThread()
-	holds := make([]int64, 0, 4*pairs/writeSection)
-	cpuHolds := make([]int64, 0, 4*pairs/writeSection)
-	var c0 int64
-	var t0 time.Time
-	// Each hold of the write lock is timed from inside it (the writer's
-	// work outside the lock, such as the arrays it makes ahead, holds no
-	// query up).
-	x.holdProbe = func(held bool) {
-		if held {
-			c0, t0 = threadCPU(), time.Now()
-			return
-		}
-		holds = append(holds, time.Since(t0).Nanoseconds())
-		cpuHolds = append(cpuHolds, threadCPU()-c0)
-	}
+	ht := newHoldTimes(4 * pairs / writeSection)
+	x.holdProbe = ht.probe
 	timed := func(f func() error) {
 		if err := f(); err != nil {
 			b.Fatal(err)
@@ -158,6 +145,7 @@ func growWhileMatching(b *testing.B, pairs int) {
 	elapsed := time.Since(start)
 	stop.Store(true)
 	lat := <-matched
+	holds, cpuHolds := ht.wall, ht.cpu
 	slices.Sort(holds)
 	slices.Sort(cpuHolds)
 	slices.Sort(lat)
@@ -171,4 +159,28 @@ func growWhileMatching(b *testing.B, pairs int) {
 	b.ReportMetric(float64(lat[len(lat)-1])/1e3, "match-max-us")
 	b.ReportMetric(float64(live)/elapsed.Seconds()/1e6, "Mpairs/s")
 	b.StartTimer()
+}
+
+// holdTimes records each hold of an Index's write lock, in wall time and
+// in the holding thread's CPU time (the caller locks its thread to the
+// goroutine that writes), timed from inside it through Index.holdProbe:
+// the writer's work outside the lock, such as the arrays it makes ahead,
+// holds no query up.
+type holdTimes struct {
+	wall, cpu []int64
+	c0        int64
+	t0        time.Time
+}
+
+func newHoldTimes(n int) *holdTimes {
+	return &holdTimes{wall: make([]int64, 0, n), cpu: make([]int64, 0, n)}
+}
+
+func (h *holdTimes) probe(held bool) {
+	if held {
+		h.c0, h.t0 = threadCPU(), time.Now()
+		return
+	}
+	h.wall = append(h.wall, time.Since(h.t0).Nanoseconds())
+	h.cpu = append(h.cpu, threadCPU()-h.c0)
 }
