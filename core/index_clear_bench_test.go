@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"runtime"
 	"slices"
-	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -60,19 +59,7 @@ func clearWhileMatching(b *testing.B, oneHold bool) {
 		x.writeSection = 1 << 30
 	}
 
-	var stop atomic.Bool
-	matched := make(chan []int64)
-	go func() {
-		var lat []int64
-		dst := make([]Match, 0, 4)
-		for i := 0; !stop.Load(); i++ {
-			t0 := time.Now()
-			dst = x.AppendMatches(dst[:0], queries[i%len(queries)], false)
-			lat = append(lat, time.Since(t0).Nanoseconds())
-			time.Sleep(100 * time.Microsecond)
-		}
-		matched <- lat
-	}()
+	stopMatching := matchEvery100us(x, queries)
 	time.Sleep(10 * time.Millisecond) // the matcher is running
 
 	runtime.LockOSThread()
@@ -86,8 +73,7 @@ func clearWhileMatching(b *testing.B, oneHold bool) {
 	b.StopTimer()
 	x.holdProbe = nil
 	time.Sleep(10 * time.Millisecond)
-	stop.Store(true)
-	lat := <-matched
+	lat := stopMatching()
 	if n := x.WorkerBlocks(Worker{ID: 0}); n != 0 {
 		b.Fatal(fmt.Sprintf("the cleared rank holds %d blocks", n))
 	}

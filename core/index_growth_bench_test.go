@@ -75,19 +75,7 @@ func growWhileMatching(b *testing.B, pairs int) {
 	rng = rand.New(rand.NewPCG(uint64(pairs), 7)) // the same prompts again, to store
 
 	x := NewIndex(IndexOptions{Mode: ModeWarn})
-	var stop atomic.Bool
-	matched := make(chan []int64)
-	go func() {
-		lat := make([]int64, 0, 1<<20)
-		dst := make([]Match, 0, workers)
-		for i := 0; !stop.Load(); i++ {
-			t0 := time.Now()
-			dst = x.AppendMatches(dst[:0], queries[i%len(queries)], false)
-			lat = append(lat, time.Since(t0).Nanoseconds())
-			time.Sleep(100 * time.Microsecond)
-		}
-		matched <- lat
-	}()
+	stopMatching := matchEvery100us(x, queries)
 
 	runtime.LockOSThread() // threadCPU reads this thread's time
 	defer runtime.UnlockOSThread()
@@ -143,8 +131,7 @@ func growWhileMatching(b *testing.B, pairs int) {
 	}
 	b.StopTimer()
 	elapsed := time.Since(start)
-	stop.Store(true)
-	lat := <-matched
+	lat := stopMatching()
 	holds, cpuHolds := ht.wall, ht.cpu
 	slices.Sort(holds)
 	slices.Sort(cpuHolds)
@@ -183,4 +170,28 @@ func (h *holdTimes) probe(held bool) {
 	}
 	h.wall = append(h.wall, time.Since(h.t0).Nanoseconds())
 	h.cpu = append(h.cpu, threadCPU()-h.c0)
+}
+
+// matchEvery100us matches queries round-robin against x, one every 100 us
+// or so (a router's pace, leaving a writer its core), in a goroutine of
+// its own until the returned function is called; that returns each
+// match's latency in ns.
+func matchEvery100us(x *Index, queries [][]uint64) (stop func() []int64) {
+	var stopped atomic.Bool
+	matched := make(chan []int64)
+	go func() {
+		lat := make([]int64, 0, 1<<16)
+		var dst []Match
+		for i := 0; !stopped.Load(); i++ {
+			t0 := time.Now()
+			dst = x.AppendMatches(dst[:0], queries[i%len(queries)], false)
+			lat = append(lat, time.Since(t0).Nanoseconds())
+			time.Sleep(100 * time.Microsecond)
+		}
+		matched <- lat
+	}()
+	return func() []int64 {
+		stopped.Store(true)
+		return <-matched
+	}
 }
