@@ -20,3 +20,5 @@ fuzz-eventplane:
 	$(GO) test -run '^$$' -fuzz '^FuzzDecode$$' -fuzztime 10s ./router/eventplane
 	$(GO) test -run '^$$' -fuzz '^FuzzDecodeLoad$$' -fuzztime 10s ./router/eventplane
 	$(GO) test -run '^$$' -fuzz '^FuzzDecodeFleet$$' -fuzztime 10s ./router/eventplane
+	$(GO) test -run '^$$' -fuzz '^FuzzLengths$$' -fuzztime 10s ./router/internal/msgpackcheck
+	$(GO) test -run '^$$' -fuzz '^FuzzLengthsOfEncoded$$' -fuzztime 10s ./router/internal/msgpackcheck

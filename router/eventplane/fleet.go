@@ -6,6 +6,8 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/vmihailenco/msgpack/v5"
+
+	"github.com/kvhash/kvhash/router/internal/msgpackcheck"
 )
 
 // Fleet messages go on <prefix>.fleet.<replica>, NATS core, beside the
@@ -56,6 +58,9 @@ func decodeFleet(data []byte) (m fleetMsg, err error) {
 	}()
 	if len(data) == 0 || data[0] != WireVersion {
 		return m, fmt.Errorf("%w: fleet message version", ErrVersion)
+	}
+	if err := msgpackcheck.Lengths(data[1:]); err != nil {
+		return fleetMsg{}, fmt.Errorf("%w: fleet message: %w", ErrMalformed, err)
 	}
 	if err := msgpack.Unmarshal(data[1:], &m); err != nil {
 		return fleetMsg{}, fmt.Errorf("%w: fleet message: %w", ErrMalformed, err)

@@ -10,6 +10,7 @@ import (
 	"github.com/vmihailenco/msgpack/v5"
 
 	"github.com/kvhash/kvhash/core"
+	"github.com/kvhash/kvhash/router/internal/msgpackcheck"
 	"github.com/kvhash/kvhash/router/route"
 )
 
@@ -69,6 +70,9 @@ func decodeLoad(data []byte) (m loadMsg, err error) {
 	}()
 	if len(data) == 0 || data[0] != WireVersion {
 		return m, fmt.Errorf("%w: load message version", ErrVersion)
+	}
+	if err := msgpackcheck.Lengths(data[1:]); err != nil {
+		return loadMsg{}, fmt.Errorf("%w: load message: %w", ErrMalformed, err)
 	}
 	if err := msgpack.Unmarshal(data[1:], &m); err != nil {
 		return loadMsg{}, fmt.Errorf("%w: load message: %w", ErrMalformed, err)

@@ -8,6 +8,7 @@ import (
 	"github.com/vmihailenco/msgpack/v5"
 
 	"github.com/kvhash/kvhash/router/ingest"
+	"github.com/kvhash/kvhash/router/internal/msgpackcheck"
 )
 
 // WireVersion is the first byte of every event-plane message; the rest is
@@ -132,6 +133,11 @@ func Decode(data []byte) (msg Message, err error) {
 	}
 	if data[0] != WireVersion {
 		return Message{}, fmt.Errorf("%w: %d (this build reads %d)", ErrVersion, data[0], WireVersion)
+	}
+	// The library sizes a slice by its header: the lengths are checked
+	// against the bytes first (msgpackcheck).
+	if err := msgpackcheck.Lengths(data[1:]); err != nil {
+		return Message{}, fmt.Errorf("%w: %w", ErrMalformed, err)
 	}
 	var m wireMsg
 	if err := msgpack.Unmarshal(data[1:], &m); err != nil {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/kvhash/kvhash/router/ingest"
 	"github.com/kvhash/kvhash/router/ingest/ingesttest"
+	"github.com/kvhash/kvhash/router/internal/msgpackcheck"
 )
 
 func ptr[T any](v T) *T { return &v }
@@ -199,5 +200,38 @@ func TestDecodeRejectsAByteStringLongerThanAnyMessage(t *testing.T) {
 	bad := append(append(append([]byte{}, data[:at]...), 0xc6, 0xf0, 0, 0, 0), data[at+2:]...) // bin32 of 4 GB
 	_, err = Decode(bad)
 	require.ErrorIs(t, err, ErrMalformed)
-	assert.Contains(t, err.Error(), "over")
+	assert.ErrorIs(t, err, msgpackcheck.ErrLength)
+}
+
+// A message declaring an array of a billion elements in a few dozen bytes
+// is an error at once, in each of the plane's messages: the MessagePack
+// library sized the slice by the header first (70 s and gigabytes for
+// one load message the fuzzer found).
+func TestDecodeRejectsAnArrayLongerThanAnyMessage(t *testing.T) {
+	lie := []byte{0xdd, 0x3b, 0x9a, 0xca, 0x00} // array32 of 1e9
+	batch, err := EncodeBatch(testSource, &ingest.Batch{Seq: 1, Events: []ingest.Event{{Kind: ingest.BlockStored, BlockHashes: []uint64{7}}}})
+	require.NoError(t, err)
+	load, err := encodeLoad(&loadMsg{Op: opRouted, Replica: "a", Instance: "i", ID: "r", Worker: 1, Blocks: []uint64{5}})
+	require.NoError(t, err)
+	fleet, err := encodeFleet(&fleetMsg{Op: fleetHoldings, Replica: "a", Workers: []uint64{5}})
+	require.NoError(t, err)
+	for _, tc := range []struct {
+		name   string
+		data   []byte
+		list   []byte // the encoded list the lie replaces
+		decode func([]byte) error
+	}{
+		{"batch's events", batch, []byte{0x91}, func(b []byte) error { _, err := Decode(b); return err }},
+		{"load's blocks", load, []byte{0x91, 0xcf}, func(b []byte) error { _, err := decodeLoad(b); return err }},
+		{"fleet's workers", fleet, []byte{0x91, 0xcf}, func(b []byte) error { _, err := decodeFleet(b); return err }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			at := bytes.Index(tc.data, tc.list)
+			require.Positive(t, at)
+			bad := append(append(append([]byte{}, tc.data[:at]...), lie...), tc.data[at+1:]...)
+			err := tc.decode(bad)
+			assert.ErrorIs(t, err, ErrMalformed)
+			assert.ErrorIs(t, err, msgpackcheck.ErrLength, "refused before the library sizes anything")
+		})
+	}
 }
