@@ -6,7 +6,8 @@
 // that is always true), so a message of a few dozen bytes declaring an
 // array of a billion elements made it allocate and clear gigabytes: 70 s
 // for one event-plane load message in the fuzzer, an out-of-memory crash
-// on a smaller machine. Lengths walks the value first, without
+// on a smaller machine (upstream: vmihailenco/msgpack issue 401, open;
+// v5.4.0 and v5.4.1). Lengths walks the value first, without
 // allocating, and refuses any length the bytes left cannot hold.
 package msgpackcheck
 
