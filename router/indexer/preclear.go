@@ -31,52 +31,38 @@ func preClear(ds []dropping) {
 	}
 }
 
-// workerDropping lists every rank of worker id, which RemoveWorker drops.
-func (x *Indexer) workerDropping(id uint64) []dropping {
+// ranksDropping lists the ranks of worker id for which drop says yes.
+func (x *Indexer) ranksDropping(id uint64, drop func(w *worker, r *rank) bool) []dropping {
 	x.mu.RLock()
 	defer x.mu.RUnlock()
 	w, ok := x.workers[id]
 	if !ok {
 		return nil
 	}
-	return ranksDropping(w, func(*rank) bool { return true })
-}
-
-// updateDropping lists the ranks an update of worker spec.WorkerID to
-// spec would remove (addWorker): all of them when it moves to another
-// index, else those from the new dp_size to the old one.
-func (x *Indexer) updateDropping(spec WorkerSpec, key ModelKey) []dropping {
-	x.mu.RLock()
-	defer x.mu.RUnlock()
-	w, ok := x.workers[spec.WorkerID]
-	if !ok {
-		return nil
-	}
-	if w.key != key {
-		return ranksDropping(w, func(*rank) bool { return true })
-	}
-	return ranksDropping(w, func(r *rank) bool {
-		return r.w.DPRank >= uint32(spec.DPSize) && r.w.DPRank < uint32(w.spec.DPSize)
-	})
-}
-
-func ranksDropping(w *worker, drop func(*rank) bool) []dropping {
 	var out []dropping
 	for _, r := range w.sorted {
-		if drop(r) {
+		if drop(w, r) {
 			out = append(out, dropping{index: w.index, r: r})
 		}
 	}
 	return out
 }
 
+// workerDropping lists every rank of worker id, which RemoveWorker drops.
+func (x *Indexer) workerDropping(id uint64) []dropping {
+	return x.ranksDropping(id, func(*worker, *rank) bool { return true })
+}
+
 // rankDropping lists rank dpRank of worker id, which RemoveRank drops.
 func (x *Indexer) rankDropping(id uint64, dpRank uint32) []dropping {
-	x.mu.RLock()
-	defer x.mu.RUnlock()
-	w, ok := x.workers[id]
-	if !ok {
-		return nil
-	}
-	return ranksDropping(w, func(r *rank) bool { return r.w.DPRank == dpRank })
+	return x.ranksDropping(id, func(_ *worker, r *rank) bool { return r.w.DPRank == dpRank })
+}
+
+// updateDropping lists the ranks an update of worker spec.WorkerID to
+// spec would remove (addWorker): all of them when it moves to another
+// index, else those from the new dp_size to the old one.
+func (x *Indexer) updateDropping(spec WorkerSpec, key ModelKey) []dropping {
+	return x.ranksDropping(spec.WorkerID, func(w *worker, r *rank) bool {
+		return w.key != key || (r.w.DPRank >= uint32(spec.DPSize) && r.w.DPRank < uint32(w.spec.DPSize))
+	})
 }

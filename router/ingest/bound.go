@@ -58,12 +58,7 @@ func (s *Subscriber) Bind(b Binding) (net.Addr, error) {
 	if err != nil {
 		return nil, err
 	}
-	var link *cpugate.Link
-	ctx := s.ctx
-	if s.gate != nil {
-		link = s.gate.NewLink(s.countReaderWait)
-		ctx = cpugate.WithLink(ctx, link)
-	}
+	ctx, link := s.linked(s.ctx)
 	sock := zmq4.NewSub(ctx, zmq4.WithLogger(slog.NewLogLogger(s.opts.Logger.Handler(), slog.LevelDebug)))
 	_ = sock.SetOption(zmq4.OptionSubscribe, b.Topic)
 	if err := sock.Listen(endpoint); err != nil {

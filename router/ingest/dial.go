@@ -25,15 +25,7 @@ func (s *Subscriber) dialLoop(st *stream) {
 		return
 	}
 	for st.ctx.Err() == nil {
-		// With a gate, the connection's reader takes its tokens through
-		// this socket's Link (cpugate), which the capped transport finds
-		// in the socket's context.
-		var link *cpugate.Link
-		ctx := st.ctx
-		if s.gate != nil {
-			link = s.gate.NewLink(s.countReaderWait)
-			ctx = cpugate.WithLink(ctx, link)
-		}
+		ctx, link := s.linked(st.ctx)
 		sock := zmq4.NewSub(ctx, zmq4.WithDialerMaxRetries(0),
 			zmq4.WithDialerTimeout(max(time.Second, s.opts.ReconnectMax)), zmq4.WithLogger(logger))
 		_ = sock.SetOption(zmq4.OptionSubscribe, st.src.Topic) // before Dial: sent on connect

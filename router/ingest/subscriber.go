@@ -310,3 +310,14 @@ func (s *Subscriber) shareQueuesLocked() {
 	share := s.opts.QueueBudget / max(1, len(s.streams))
 	s.queueShare.Store(int64(min(s.opts.QueueBytes, max(minQueueShare, share))))
 }
+
+// linked returns ctx for a new socket and, with a gate, the Link its
+// connections' readers take their tokens through (cpugate), which the
+// capped transport finds in the socket's context; nil without a gate.
+func (s *Subscriber) linked(ctx context.Context) (context.Context, *cpugate.Link) {
+	if s.gate == nil {
+		return ctx, nil
+	}
+	link := s.gate.NewLink(s.countReaderWait)
+	return cpugate.WithLink(ctx, link), link
+}
